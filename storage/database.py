@@ -1,0 +1,66 @@
+"""One MongoDB connection and the collections this server uses on it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from storage.run_index import RunIndex
+from storage.sync import SnapshotSync, SyncMode
+from storage.types import (
+    RUNS_COLLECTION,
+    SNAPSHOTS_COLLECTION,
+    SYNC_STATE_COLLECTION,
+    Document,
+)
+
+
+def connect(uri: str, *, timeout_ms: int = 5000) -> AsyncMongoClient[Document]:
+    # tz_aware: every date leaves storage as an aware UTC datetime, and compares as one.
+    return AsyncMongoClient(
+        uri, tz_aware=True, serverSelectionTimeoutMS=timeout_ms, appname="suspended-runs"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    client: AsyncMongoClient[Document]
+    db: AsyncDatabase[Document]
+    runs: RunIndex
+    sync: SnapshotSync
+
+    @classmethod
+    def open(
+        cls,
+        uri: str,
+        db_name: str,
+        *,
+        retention: timedelta,
+        sync_mode: SyncMode = SyncMode.AUTO,
+        poll_interval: float = 0.5,
+    ) -> Storage:
+        client = connect(uri)
+        db = client[db_name]
+        runs = RunIndex(db[RUNS_COLLECTION], retention)
+        sync = SnapshotSync(
+            db[SNAPSHOTS_COLLECTION],
+            runs,
+            db[SYNC_STATE_COLLECTION],
+            mode=sync_mode,
+            poll_interval=poll_interval,
+        )
+        return cls(client=client, db=db, runs=runs, sync=sync)
+
+    async def ensure_indexes(self) -> None:
+        await self.runs.ensure_indexes()
+        await self.sync.ensure_indexes()
+
+    async def ping(self) -> bool:
+        await self.db.command("ping")
+        return True
+
+    async def close(self) -> None:
+        await self.client.close()

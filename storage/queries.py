@@ -1,0 +1,100 @@
+"""What a list query asks of the run index: its filter and its keyset cursor.
+
+Every filter is an equality prefix of one of `RUN_INDEXES` followed by the sort key
+`(createdAt desc, runId asc)`, so a real MongoDB answers each page from an index in order.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from storage.types import Document, RunStatus
+
+SORT: list[tuple[str, int]] = [("createdAt", -1), ("runId", 1)]
+
+RUN_INDEXES: list[list[tuple[str, int]]] = [
+    [("status", 1), *SORT],
+    [("status", 1), ("agentId", 1), *SORT],
+    [("status", 1), ("agentId", 1), ("threadId", 1), *SORT],
+    [("status", 1), ("agentId", 1), ("resourceId", 1), *SORT],
+    [("status", 1), ("threadId", 1), *SORT],
+    [("status", 1), ("resourceId", 1), *SORT],
+]
+
+
+class InvalidCursor(ValueError):
+    """An `after` cursor this server did not write."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    agent_id: str | None = None
+    thread_id: str | None = None
+    resource_id: str | None = None
+    from_date: datetime | None = None
+    to_date: datetime | None = None
+    status: RunStatus = RunStatus.SUSPENDED
+
+    def to_query(self) -> Document:
+        query: Document = {"status": self.status.value}
+        if self.agent_id is not None:
+            query["agentId"] = self.agent_id
+        if self.thread_id is not None:
+            query["threadId"] = self.thread_id
+        if self.resource_id is not None:
+            query["resourceId"] = self.resource_id
+        created: Document = {}
+        if self.from_date is not None:
+            # Portable `$gte`: the embedded server scans `$gte` on a descending key as `$gt`.
+            created["$gt"] = _whole_millisecond_ceiling(self.from_date) - _MILLISECOND
+        if self.to_date is not None:
+            created["$lte"] = self.to_date
+        if created:
+            query["createdAt"] = created
+        return query
+
+
+_MILLISECOND = timedelta(milliseconds=1)
+
+
+def _whole_millisecond_ceiling(moment: datetime) -> datetime:
+    """BSON dates are whole milliseconds, so `>= moment` is `> ceiling(moment) - 1 ms`."""
+    spare = moment.microsecond % 1000
+    return moment + timedelta(microseconds=1000 - spare) if spare else moment
+
+
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A position in `(createdAt desc, runId asc)` order: the last run of a page."""
+
+    created_at: datetime
+    run_id: str
+
+    def encode(self) -> str:
+        millis = int(self.created_at.timestamp() * 1000)
+        raw = json.dumps([millis, self.run_id], separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+            millis, run_id = json.loads(raw)
+            if not isinstance(millis, int) or not isinstance(run_id, str):
+                raise TypeError
+            return cls(datetime.fromtimestamp(millis / 1000, tz=UTC), run_id)
+        except (binascii.Error, ValueError, TypeError, OverflowError, OSError):
+            raise InvalidCursor("the cursor is not one this server returned") from None
+
+    def after_query(self) -> Document:
+        """Runs strictly after this position; stable while others come and go."""
+        return {
+            "$or": [
+                {"createdAt": {"$lt": self.created_at}},
+                {"createdAt": self.created_at, "runId": {"$gt": self.run_id}},
+            ]
+        }

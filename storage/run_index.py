@@ -1,0 +1,139 @@
+"""The run index: a compact document per run, the read model every list query uses.
+
+Snapshots are large and keep the agent id under a step key that varies, so no index
+can serve a list query on them; this collection can (DESIGN.md, "The run index").
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo import ASCENDING, UpdateMany, UpdateOne
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import BulkWriteError
+
+from storage.entries import RunEntry
+from storage.queries import RUN_INDEXES, SORT, Cursor, RunFilter
+from storage.types import Document, RunStatus, Runtime
+
+log = logging.getLogger(__name__)
+
+_LIST_PROJECTION = {"_id": 0, "snapshotId": 0}
+_SYNC_OWNED = [RunStatus.SUSPENDED.value, RunStatus.ENDED.value]
+_KEPT = ("version", "endedAt")  # maintained by the update itself
+_DUPLICATE_KEY = 11000
+
+
+class RunIndex:
+    def __init__(self, collection: AsyncCollection[Document], retention: timedelta) -> None:
+        self.collection = collection
+        self.retention = retention
+
+    async def ensure_indexes(self) -> None:
+        await self.collection.create_index([("runId", ASCENDING)], unique=True)
+        await self.collection.create_index([("snapshotId", ASCENDING)])
+        for keys in RUN_INDEXES:
+            await self.collection.create_index(keys)
+        # Finished entries stay for the retention period, so a poller sees what became of a run.
+        await self.collection.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+
+    async def page(
+        self, run_filter: RunFilter, *, limit: int, skip: int = 0, after: Cursor | None = None
+    ) -> list[RunEntry]:
+        query = run_filter.to_query()
+        if after is not None:
+            query = {"$and": [query, after.after_query()]}
+        cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, skip=skip, limit=limit)
+        return [entry async for doc in cursor if (entry := _read_entry(doc)) is not None]
+
+    async def count(self, run_filter: RunFilter) -> int:
+        return await self.collection.count_documents(run_filter.to_query())
+
+    async def get(self, run_id: str) -> RunEntry | None:
+        doc = await self.collection.find_one({"runId": run_id}, _LIST_PROJECTION)
+        return _read_entry(doc) if doc else None
+
+    async def discovered_versions(self, runtime: Runtime) -> dict[str, tuple[str, Any]]:
+        """runId -> (status, suspendedAt) of every entry of a runtime: what a reconcile compares."""
+        cursor = self.collection.find(
+            {"runtime": runtime.value}, {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1}
+        )
+        return {d["runId"]: (d["status"], d.get("suspendedAt")) async for d in cursor}
+
+    async def put_suspended(self, entries: Iterable[RunEntry]) -> int:
+        """Write discovered suspended runs over what the index held for them.
+
+        An entry in another state (claimed here, RUNNING) belongs to its claim holder:
+        the upsert's filter misses it, its insert hits the unique runId, and it is left.
+        """
+        ops = [
+            UpdateOne(
+                {"runId": e.run_id, "status": {"$in": _SYNC_OWNED}},
+                {
+                    "$set": {k: v for k, v in e.to_document().items() if k not in _KEPT},
+                    "$inc": {"version": 1},
+                    "$unset": {"endedAt": "", "expiresAt": ""},
+                },
+                upsert=True,
+            )
+            for e in entries
+        ]
+        if not ops:
+            return 0
+        try:
+            result = await self.collection.bulk_write(ops, ordered=False)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if any(error.get("code") != _DUPLICATE_KEY for error in errors):
+                raise
+            return int(exc.details.get("nModified", 0)) + int(exc.details.get("nUpserted", 0))
+        return result.modified_count + result.upserted_count
+
+    async def end_runs(self, run_ids: Iterable[str], now: datetime) -> int:
+        """Mark suspended runs that left the suspended state elsewhere as ENDED."""
+        ids = list(run_ids)
+        if not ids:
+            return 0
+        result = await self.collection.bulk_write(
+            [
+                UpdateMany(
+                    {"runId": {"$in": ids[i : i + 1000]}, "status": RunStatus.SUSPENDED.value},
+                    self._end_update(now),
+                )
+                for i in range(0, len(ids), 1000)
+            ],
+            ordered=False,
+        )
+        return result.modified_count
+
+    async def end_by_snapshot(self, snapshot_id: Any, now: datetime) -> int:
+        result = await self.collection.update_many(
+            {"snapshotId": snapshot_id, "status": RunStatus.SUSPENDED.value},
+            self._end_update(now),
+        )
+        return result.modified_count
+
+    def _end_update(self, now: datetime) -> Document:
+        return {
+            "$set": {
+                "status": RunStatus.ENDED.value,
+                "endedAt": now,
+                "expiresAt": now + self.retention,
+            },
+            "$inc": {"version": 1},
+        }
+
+
+def _read_entry(doc: Document) -> RunEntry | None:
+    """An entry, or None (logged) for a document that is not one: a bad entry never fails a page."""
+    try:
+        return RunEntry.from_document(doc)
+    except (KeyError, ValueError, TypeError) as exc:
+        log.warning(
+            "skipped a malformed run-index entry",
+            extra={"runId": str(doc.get("runId")), "reason": f"{type(exc).__name__}: {exc}"},
+        )
+        return None

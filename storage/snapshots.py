@@ -1,0 +1,191 @@
+"""Snapshot documents -> run-index entries: discovery with Mastra's own rules.
+
+`extract_entry` is the one function every writer of the run index uses, so the index can
+always be rebuilt from the snapshots. It mirrors `Agent.listSuspendedRuns()` of
+`@mastra/core` (see DESIGN.md, "Snapshot documents") and is pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from storage.entries import RunEntry, ToolCall
+from storage.types import MASTRA_RUN_WORKFLOWS, Document, RunStatus, Runtime
+
+
+class MalformedSnapshot(ValueError):
+    """A snapshot document that cannot be read; callers skip it and log why."""
+
+
+def extract_entry(doc: Document) -> RunEntry | None:
+    """The index entry of a suspended run, or None when the document is not one.
+
+    Raises MalformedSnapshot for a document that claims to be a run but cannot be read.
+    """
+    workflow_name = doc.get("workflow_name")
+    if workflow_name not in MASTRA_RUN_WORKFLOWS:
+        return None
+    run_id = doc.get("run_id")
+    if not isinstance(run_id, str) or not run_id:
+        raise MalformedSnapshot("run_id is missing or not a string")
+    snapshot = parse_snapshot(doc.get("snapshot"))
+    if snapshot.get("status") != "suspended":
+        return None
+    context = snapshot.get("context")
+    if not isinstance(context, dict):
+        raise MalformedSnapshot("snapshot.context is not an object")
+
+    steps = [(key, step) for key, step in context.items() if _is_suspended_step(step)]
+    agent_id = _agent_id(steps, context)
+    if agent_id is None:
+        return None  # Mastra lists a run only under the agent that owns it.
+    memory_info = _memory_info(steps, context)
+    resource_id = doc.get("resourceId") or memory_info.get("resourceId")
+    thread_id = memory_info.get("threadId")
+    created_at = _as_datetime(doc.get("createdAt"), "createdAt")
+    updated_at = _as_datetime(doc.get("updatedAt", doc.get("createdAt")), "updatedAt")
+    labels = snapshot.get("resumeLabels")
+    return RunEntry(
+        run_id=run_id,
+        workflow_name=workflow_name,
+        runtime=Runtime.MASTRA,
+        agent_id=agent_id,
+        status=RunStatus.SUSPENDED,
+        created_at=created_at,
+        suspended_at=updated_at,
+        thread_id=thread_id if isinstance(thread_id, str) else None,
+        resource_id=resource_id if isinstance(resource_id, str) else None,
+        tool_calls=tuple(_tool_calls(steps, labels if isinstance(labels, dict) else {})),
+        snapshot_id=doc.get("_id"),
+    )
+
+
+def parse_snapshot(raw: Any) -> Document:
+    """The snapshot object; older writers stored it as a JSON string."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError as exc:
+            raise MalformedSnapshot(f"snapshot is a string that is not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise MalformedSnapshot(f"snapshot is a {type(raw).__name__}, not an object")
+    return raw
+
+
+def _is_suspended_step(step: Any) -> bool:
+    return isinstance(step, dict) and step.get("status") == "suspended"
+
+
+def _agent_id(steps: list[tuple[str, Document]], context: Document) -> str | None:
+    for _, step in steps:
+        payload = step.get("suspendPayload")
+        if isinstance(payload, dict) and isinstance(payload.get("__agentId"), str):
+            return str(payload["__agentId"])
+    agent_id = _get(context, "input", "agentId")  # the durable loop keeps it in its input
+    return agent_id if isinstance(agent_id, str) and agent_id else None
+
+
+def _memory_info(steps: list[tuple[str, Document]], context: Document) -> Document:
+    info = None
+    if steps:
+        info = _get(steps[0][1], "suspendPayload", "__streamState", "messageList", "memoryInfo")
+    if not isinstance(info, dict):
+        info = _get(context, "input", "messageListState", "memoryInfo")
+    return info if isinstance(info, dict) else {}
+
+
+def _tool_calls(steps: list[tuple[str, Document]], labels: Document) -> Iterator[ToolCall]:
+    for step_id, step in steps:
+        payload = step.get("suspendPayload")
+        if not isinstance(payload, dict):
+            continue
+        entries = list(_suspended_foreach_entries(payload))
+        if not entries:
+            entries = [(None, payload)]
+        for index, entry_payload in entries:
+            call = _tool_call(entry_payload, step_id, index, labels)
+            if call is not None:
+                yield call
+
+
+def _suspended_foreach_entries(payload: Document) -> Iterator[tuple[int | None, Document]]:
+    output = _get(payload, "__workflow_meta", "foreachOutput")
+    if isinstance(output, dict):  # some writers key the array by index
+        items: list[tuple[int | None, Any]] = [
+            (int(k) if str(k).isdigit() else None, v)
+            for k, v in sorted(output.items(), key=lambda kv: _index_order(kv[0]))
+        ]
+    elif isinstance(output, list):
+        items = list(enumerate(output))
+    else:
+        return
+    for index, entry in items:
+        if _is_suspended_step(entry) and isinstance(entry.get("suspendPayload"), dict):
+            yield index, entry["suspendPayload"]
+
+
+def _index_order(key: Any) -> tuple[int, int | str]:
+    return (0, int(key)) if str(key).isdigit() else (1, str(key))
+
+
+def _tool_call(
+    payload: Document, step_id: str, index: int | None, labels: Document
+) -> ToolCall | None:
+    approval = payload.get("requireToolApproval")
+    if isinstance(approval, dict):
+        return ToolCall(
+            tool_call_id=approval.get("toolCallId"),
+            tool_name=approval.get("toolName"),
+            requires_approval=True,
+            args=approval.get("args"),
+        )
+    if payload.get("type") == "approval":
+        # The durable loop's approval; Mastra 1.71 reports it without args, a bug fixed later.
+        return ToolCall(
+            tool_call_id=payload.get("toolCallId"),
+            tool_name=payload.get("toolName"),
+            requires_approval=True,
+            args=payload.get("args"),
+        )
+    if any(key in payload for key in ("toolCallSuspended", "toolName", "toolCallId")):
+        return ToolCall(
+            tool_call_id=payload.get("toolCallId") or _label_for(step_id, index, labels),
+            tool_name=payload.get("toolName"),
+            requires_approval=False,
+            suspend_payload=payload.get("toolCallSuspended"),
+        )
+    return None
+
+
+def _label_for(step_id: str, index: int | None, labels: Document) -> str | None:
+    """The one resume label pointing at this step (and foreach entry, when there are several)."""
+    matches = [
+        (key, label)
+        for key, label in labels.items()
+        if isinstance(label, dict) and label.get("stepId") == step_id
+    ]
+    if len(matches) > 1 and index is not None:
+        matches = [(key, label) for key, label in matches if label.get("foreachIndex") == index]
+    return matches[0][0] if len(matches) == 1 else None
+
+
+def _get(value: Any, *path: str) -> Any:
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _as_datetime(value: Any, name: str) -> datetime:
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise MalformedSnapshot(f"{name} is not an ISO date: {value!r}") from None
+    if not isinstance(value, datetime):
+        raise MalformedSnapshot(f"{name} is missing or not a date")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -1,0 +1,287 @@
+"""Keeps the run index in step with Mastra's snapshot collection.
+
+A full reconcile at start-up and on demand; then a change stream on the snapshot
+collection, resumed from a stored token, where the server offers one; else an
+incremental reconcile on a short interval. Every path ends in `extract_entry`, so
+what the follower writes is exactly what a rebuild from the snapshots would write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from pymongo.asynchronous.change_stream import AsyncChangeStream
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import OperationFailure, PyMongoError
+
+from storage.entries import RunEntry
+from storage.run_index import RunIndex
+from storage.snapshots import MalformedSnapshot, extract_entry
+from storage.types import MASTRA_RUN_WORKFLOWS, Document, RunStatus, Runtime
+
+log = logging.getLogger(__name__)
+
+_BATCH = 500
+_TOKEN_ID = "snapshot-change-stream"
+# Snapshot writes commit out of `updatedAt` order by a little; re-reading a margin is harmless.
+_POLL_OVERLAP = timedelta(seconds=5)
+_RETRY_DELAY = 1.0
+
+
+class SyncMode(StrEnum):
+    AUTO = "auto"
+    CHANGE_STREAM = "change_stream"
+    POLL = "poll"
+
+
+@dataclass(slots=True)
+class ReconcileReport:
+    scanned: int = 0
+    written: int = 0
+    ended: int = 0
+    skipped: int = 0
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class SnapshotSync:
+    def __init__(
+        self,
+        snapshots: AsyncCollection[Document],
+        index: RunIndex,
+        state: AsyncCollection[Document],
+        *,
+        mode: SyncMode = SyncMode.AUTO,
+        poll_interval: float = 0.5,
+        clock: Callable[[], datetime] = utcnow,
+    ) -> None:
+        self.snapshots = snapshots
+        self.index = index
+        self.state = state
+        self.mode = SyncMode(mode)
+        self.poll_interval = poll_interval
+        self.clock = clock
+        self.following: SyncMode | None = None
+        """The mode in use once the initial reconcile is done; None before."""
+        self._high_water: datetime | None = None
+
+    async def ensure_indexes(self) -> None:
+        # The only write to Mastra's collection: an index that incremental polling reads by.
+        await self.snapshots.create_index([("updatedAt", 1)])
+
+    async def reconcile(self) -> ReconcileReport:
+        """Rebuild every Mastra entry from the snapshots: new, changed and vanished runs."""
+        report = ReconcileReport()
+        known = await self.index.discovered_versions(Runtime.MASTRA)
+        seen: set[str] = set()
+        batch: list[RunEntry] = []
+        query = {
+            "workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)},
+            # Older writers store the snapshot as a JSON string: those are read and parsed.
+            "$or": [{"snapshot.status": "suspended"}, {"snapshot": {"$type": "string"}}],
+        }
+        async for doc in self.snapshots.find(query, batch_size=100):
+            report.scanned += 1
+            entry = _extract_or_log(doc)
+            if entry is None:
+                report.skipped += 1
+                continue
+            seen.add(entry.run_id)
+            if known.get(entry.run_id) != (RunStatus.SUSPENDED.value, entry.suspended_at):
+                batch.append(entry)
+            if len(batch) >= _BATCH:
+                report.written += await self.index.put_suspended(batch)
+                batch.clear()
+            self._raise_high_water(doc)
+        report.written += await self.index.put_suspended(batch)
+        gone = [
+            run_id
+            for run_id, (status, _) in known.items()
+            if status == RunStatus.SUSPENDED.value and run_id not in seen
+        ]
+        report.ended = await self.index.end_runs(gone, self.clock())
+        log.info(
+            "reconciled run index",
+            extra={
+                "scanned": report.scanned,
+                "written": report.written,
+                "ended": report.ended,
+                "skipped": report.skipped,
+            },
+        )
+        return report
+
+    async def run(self) -> None:
+        """Reconcile, then follow changes until cancelled."""
+        mode = self.mode
+        if mode is SyncMode.AUTO:
+            mode = SyncMode.CHANGE_STREAM if await self._change_streams_work() else SyncMode.POLL
+        if mode is SyncMode.CHANGE_STREAM:
+            await self._follow_change_stream()
+        else:
+            await self.reconcile()
+            self.following = SyncMode.POLL
+            log.info("following snapshots by polling", extra={"interval": self.poll_interval})
+            await self._follow_by_polling()
+
+    async def apply_document(self, doc: Document) -> None:
+        """Bring one run's entry in line with its current snapshot document."""
+        if doc.get("workflow_name") not in MASTRA_RUN_WORKFLOWS:
+            return
+        entry = _extract_or_log(doc)
+        if entry is not None:
+            await self._put_changed([entry])
+        elif isinstance(doc.get("run_id"), str):
+            await self.index.end_runs([doc["run_id"]], self.clock())
+
+    # -- change stream ---------------------------------------------------------------
+
+    async def _change_streams_work(self) -> bool:
+        try:
+            async with await self.snapshots.watch(max_await_time_ms=1):
+                return True
+        except OperationFailure as exc:
+            log.warning(
+                "the database offers no change streams; following snapshots by polling",
+                extra={"reason": str(exc)},
+            )
+            return False
+
+    async def _follow_change_stream(self) -> None:
+        reconciled = False
+        while True:
+            try:
+                async with await self._open_stream() as stream:
+                    if not reconciled:
+                        # Opened first, so nothing written during the reconcile is missed.
+                        await self.reconcile()
+                        reconciled = True
+                        self.following = SyncMode.CHANGE_STREAM
+                        log.info("following snapshots by change stream")
+                    async for change in _changes(stream):
+                        await self._apply_change(change)
+                        await self._save_token(stream.resume_token)
+            except asyncio.CancelledError:
+                raise
+            except PyMongoError as exc:
+                log.warning("change stream interrupted; reopening", extra={"reason": str(exc)})
+                await asyncio.sleep(_RETRY_DELAY)
+
+    async def _open_stream(self) -> AsyncChangeStream[Document]:
+        token = await self._load_token()
+        if token is not None:
+            try:
+                return await self.snapshots.watch(
+                    full_document="updateLookup", resume_after=token, max_await_time_ms=500
+                )
+            except OperationFailure as exc:
+                log.warning(
+                    "stored resume token no longer valid; reconciling instead",
+                    extra={"reason": str(exc)},
+                )
+                await self.reconcile()
+        return await self.snapshots.watch(full_document="updateLookup", max_await_time_ms=500)
+
+    async def _apply_change(self, change: Document) -> None:
+        operation = change.get("operationType")
+        if operation == "delete":
+            snapshot_id = (change.get("documentKey") or {}).get("_id")
+            await self.index.end_by_snapshot(snapshot_id, self.clock())
+        elif operation in ("insert", "update", "replace"):
+            doc = change.get("fullDocument")
+            if doc is not None:  # None: deleted since; its delete event follows
+                await self.apply_document(doc)
+
+    async def _load_token(self) -> Any:
+        doc = await self.state.find_one({"_id": _TOKEN_ID})
+        return doc.get("resumeToken") if doc else None
+
+    async def _save_token(self, token: Any) -> None:
+        if token is not None:
+            await self.state.update_one(
+                {"_id": _TOKEN_ID},
+                {"$set": {"resumeToken": token, "savedAt": self.clock()}},
+                upsert=True,
+            )
+
+    # -- polling -----------------------------------------------------------------------
+
+    async def _follow_by_polling(self) -> None:
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            try:
+                await self.poll_once()
+            except PyMongoError as exc:
+                log.warning("snapshot poll failed; retrying", extra={"reason": str(exc)})
+
+    async def poll_once(self) -> None:
+        """Apply snapshots changed since the last look, and end runs whose snapshot is gone."""
+        query: Document = {"workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)}}
+        if self._high_water is not None:
+            query["updatedAt"] = {"$gte": self._high_water - _POLL_OVERLAP}
+        async for doc in self.snapshots.find(query, batch_size=100):
+            await self.apply_document(doc)
+            self._raise_high_water(doc)
+        await self._end_vanished()
+
+    async def _end_vanished(self) -> None:
+        live = self.index.collection.find(
+            {"runtime": Runtime.MASTRA.value, "status": RunStatus.SUSPENDED.value},
+            {"_id": 0, "runId": 1, "snapshotId": 1},
+        )
+        by_snapshot = {doc["snapshotId"]: doc["runId"] async for doc in live}
+        if not by_snapshot:
+            return
+        present = {
+            doc["_id"]
+            async for doc in self.snapshots.find({"_id": {"$in": list(by_snapshot)}}, {"_id": 1})
+        }
+        gone = [run_id for snapshot_id, run_id in by_snapshot.items() if snapshot_id not in present]
+        await self.index.end_runs(gone, self.clock())
+
+    # -- shared --------------------------------------------------------------------------
+
+    async def _put_changed(self, entries: Iterable[RunEntry]) -> None:
+        wanted = list(entries)
+        current = self.index.collection.find(
+            {"runId": {"$in": [e.run_id for e in wanted]}},
+            {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1, "snapshotId": 1},
+        )
+        known = {d["runId"]: (d["status"], d.get("suspendedAt")) async for d in current}
+        changed = [
+            e for e in wanted if known.get(e.run_id) != (RunStatus.SUSPENDED.value, e.suspended_at)
+        ]
+        await self.index.put_suspended(changed)
+
+    def _raise_high_water(self, doc: Document) -> None:
+        updated = doc.get("updatedAt")
+        if isinstance(updated, datetime) and (
+            self._high_water is None or updated > self._high_water
+        ):
+            self._high_water = updated
+
+
+async def _changes(stream: AsyncChangeStream[Document]) -> AsyncIterator[Document]:
+    while stream.alive:
+        change = await stream.try_next()
+        if change is not None:
+            yield change
+
+
+def _extract_or_log(doc: Document) -> RunEntry | None:
+    try:
+        return extract_entry(doc)
+    except MalformedSnapshot as exc:
+        log.warning(
+            "skipped a malformed snapshot document",
+            extra={"snapshotId": str(doc.get("_id")), "reason": str(exc)},
+        )
+        return None

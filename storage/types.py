@@ -1,0 +1,35 @@
+"""Names shared by every storage module: document shapes, run states, runtimes."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+Document = dict[str, Any]
+"""A BSON document as PyMongo returns it."""
+
+SNAPSHOTS_COLLECTION = "mastra_workflow_snapshot"
+"""Written by `@mastra/mongodb`; the source of truth. This server never writes to it."""
+
+RUNS_COLLECTION = "suspended_runs_index"
+"""The run index: one compact document per run, the only collection list queries read."""
+
+SYNC_STATE_COLLECTION = "suspended_runs_sync"
+"""Bookkeeping of the snapshot follower (the change stream's resume token)."""
+
+MASTRA_RUN_WORKFLOWS = ("agentic-loop", "durable-agentic-loop")
+"""Workflow names of Mastra agent runs. Their `executionWorkflow` siblings are not runs."""
+
+
+class RunStatus(StrEnum):
+    SUSPENDED = "SUSPENDED"
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    ENDED = "ENDED"
+    STALLED = "STALLED"
+
+
+class Runtime(StrEnum):
+    PYTHON = "python"
+    MASTRA = "mastra"
