@@ -1,0 +1,19 @@
+"""GraphQL errors for bad arguments: the one kind of error a client is meant to read.
+
+    GraphQLError
+    └── BadUserInput     extensions.code = "BAD_USER_INPUT"
+
+Everything else that escapes a resolver is an internal error, and the schema masks it.
+"""
+
+from __future__ import annotations
+
+from graphql import GraphQLError
+
+PUBLIC_CODES = frozenset({"BAD_USER_INPUT"})
+"""Codes whose errors reach the client unmasked."""
+
+
+class BadUserInput(GraphQLError):
+    def __init__(self, message: str, *, argument: str) -> None:
+        super().__init__(message, extensions={"code": "BAD_USER_INPUT", "argument": argument})
