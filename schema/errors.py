@@ -1,0 +1,60 @@
+"""How errors leave the server: each with an `extensions.code`, internal ones masked.
+
+    GraphQL error
+    ├── GRAPHQL_PARSE_FAILED       the document is not GraphQL
+    ├── GRAPHQL_VALIDATION_FAILED  unknown field, over a depth/token/alias limit, ...
+    ├── BAD_USER_INPUT             an argument or variable of the wrong kind or value
+    └── INTERNAL_SERVER_ERROR      anything else: message masked, details only in the log
+
+Expected outcomes of mutations are not errors: they are members of result unions.
+The HTTP view applies `classify` to every error of every response, parse errors included
+(they never reach a schema extension).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from graphql import GraphQLError
+
+from resolvers import PUBLIC_CODES
+
+log = logging.getLogger(__name__)
+
+MASKED_MESSAGE = "Internal server error."
+
+# graphql-core's words for an argument or variable value that does not fit its type.
+_INPUT_MARKERS = (
+    "got invalid value",
+    "cannot represent",
+    "Expected value of type",
+    "of required type",
+    "is not defined by type",
+)
+
+
+def classify(error: GraphQLError) -> GraphQLError:
+    code = (error.extensions or {}).get("code")
+    if code in PUBLIC_CODES:
+        return error
+    if error.path is not None:
+        # Raised while executing: nothing the client did wrong, and nothing it should read.
+        log.error("internal error", exc_info=error.original_error, extra={"path": error.path})
+        return GraphQLError(
+            MASKED_MESSAGE,
+            nodes=error.nodes,
+            path=error.path,
+            extensions={"code": "INTERNAL_SERVER_ERROR"},
+        )
+    # No path: the request itself failed to parse, validate or coerce its variables.
+    if error.message.startswith("Syntax Error"):
+        code = "GRAPHQL_PARSE_FAILED"
+    elif any(marker in error.message for marker in _INPUT_MARKERS):
+        code = "BAD_USER_INPUT"
+    else:
+        code = "GRAPHQL_VALIDATION_FAILED"
+    return GraphQLError(
+        error.message,
+        nodes=error.nodes,
+        extensions={**(error.extensions or {}), "code": code},
+    )

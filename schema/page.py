@@ -1,0 +1,34 @@
+"""`SuspendedRunsPage`: one page of runs, with what a client needs to ask for the next."""
+
+from __future__ import annotations
+
+import strawberry
+
+import resolvers
+from schema.agent_run import AgentRun
+
+
+async def _total(root: SuspendedRunsPage) -> int:
+    return await root.page.get_total()
+
+
+@strawberry.type
+class SuspendedRunsPage:
+    runs: list[AgentRun]
+    total: int = strawberry.field(
+        resolver=_total, description="Matching runs before paging; counted only when selected."
+    )
+    has_more: bool
+    next_cursor: str | None = strawberry.field(
+        description="Pass as `after` for the next page (keyset paging); null on the last page."
+    )
+    page: strawberry.Private[resolvers.RunsPage]
+
+    @classmethod
+    def from_page(cls, page: resolvers.RunsPage) -> SuspendedRunsPage:
+        return cls(
+            runs=[AgentRun.from_entry(entry) for entry in page.runs],
+            has_more=page.has_more,
+            next_cursor=page.next_cursor,
+            page=page,
+        )

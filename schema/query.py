@@ -1,0 +1,69 @@
+"""The `Query` root: reads of the run index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from strawberry.types import Info
+from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField, Selection
+
+import resolvers
+from schema.agent_run import AgentRun
+from schema.filters import SuspendedRunsFilter
+from schema.page import SuspendedRunsPage
+
+ContextInfo = Info[resolvers.Context, Any]
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(
+        description=(
+            "Suspended runs, newest first (createdAt desc, runId). Page with page/perPage "
+            "(offset, zero-based) or first/after (keyset: stable while runs come and go). "
+            f"Page size defaults to {resolvers.DEFAULT_PAGE_SIZE}, "
+            f"at most {resolvers.MAX_PAGE_SIZE}."
+        )
+    )
+    async def suspended_runs(
+        self,
+        info: ContextInfo,
+        filter: SuspendedRunsFilter | None = None,
+        page: int | None = None,
+        per_page: int | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> SuspendedRunsPage:
+        paging = resolvers.paging_from_arguments(
+            page=page, per_page=per_page, first=first, after=after
+        )
+        run_filter = (filter or SuspendedRunsFilter()).to_run_filter()
+        result = await resolvers.suspended_runs(
+            info.context.storage.runs,
+            run_filter,
+            paging,
+            with_total=_selects(info.selected_fields[0].selections, "total"),
+        )
+        return SuspendedRunsPage.from_page(result)
+
+    @strawberry.field(description="One run by id, in any state; null when unknown.")
+    async def agent_run(self, info: ContextInfo, run_id: strawberry.ID) -> AgentRun | None:
+        entry = await resolvers.agent_run(info.context.storage.runs, run_id)
+        return AgentRun.from_entry(entry) if entry else None
+
+
+def _selects(fields: list[Selection], name: str) -> bool:
+    """Whether the resolved field's selection names `name`, through fragments too."""
+
+    def walk(selections: list[Selection]) -> bool:
+        for selection in selections:
+            if isinstance(selection, SelectedField) and selection.name == name:
+                return True
+            if isinstance(selection, FragmentSpread | InlineFragment) and walk(
+                selection.selections
+            ):
+                return True
+        return False
+
+    return walk(fields)
