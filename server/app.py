@@ -1,0 +1,104 @@
+"""The Starlette app: GraphQL at /graphql, health at /healthz and /readyz, and a lifespan
+that opens one MongoDB client, ensures the indexes and starts the snapshot follower."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
+from strawberry.types import ExecutionResult
+
+from resolvers import Context
+from schema import build_schema, classify
+from server.logs import RequestLog
+from server.settings import Settings
+from storage import Storage
+
+log = logging.getLogger(__name__)
+
+_READY_PING_TIMEOUT = 2.0
+
+
+class GraphQLApp(GraphQL[Context, None]):
+    async def get_context(self, request: Any, response: Any) -> Context:
+        return Context(storage=request.app.state.storage)
+
+    async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
+        if result.errors:
+            result.errors = [classify(error) for error in result.errors]
+        return await super().process_result(request, result)
+
+
+def create_app(settings: Settings) -> Starlette:
+    if settings.mongodb_uri is None:
+        raise ValueError("create_app needs settings.mongodb_uri (the CLI starts an embedded one)")
+    uri = settings.mongodb_uri
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        storage = Storage.open(
+            uri,
+            settings.mongodb_db,
+            retention=settings.retention,
+            sync_mode=settings.sync_mode,
+            poll_interval=settings.sync_poll_interval,
+        )
+        await storage.ensure_indexes()
+        app.state.storage = storage
+        sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
+        sync_task.add_done_callback(_report_sync_end)
+        app.state.sync_task = sync_task
+        try:
+            yield
+        finally:
+            sync_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sync_task
+            await storage.close()
+
+    graphql = GraphQLApp(
+        build_schema(settings.limits),
+        graphql_ide="graphiql" if settings.graphiql else None,
+        allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
+    )
+    return Starlette(
+        routes=[
+            Route("/graphql", graphql, methods=["GET", "POST"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/readyz", readyz, methods=["GET"]),
+        ],
+        middleware=[Middleware(RequestLog)],
+        lifespan=lifespan,
+    )
+
+
+async def healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+async def readyz(request: Request) -> Response:
+    storage: Storage = request.app.state.storage
+    sync_task: asyncio.Task[None] = request.app.state.sync_task
+    try:
+        await asyncio.wait_for(storage.ping(), _READY_PING_TIMEOUT)
+    except Exception as exc:
+        log.warning("not ready: database", extra={"reason": type(exc).__name__})
+        return JSONResponse({"status": "unavailable", "reason": "database"}, status_code=503)
+    if sync_task.done() or storage.sync.following is None:
+        return JSONResponse({"status": "starting", "reason": "sync"}, status_code=503)
+    return JSONResponse({"status": "ready", "sync": storage.sync.following.value})
+
+
+def _report_sync_end(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("snapshot sync stopped", exc_info=task.exception())

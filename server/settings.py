@@ -1,0 +1,47 @@
+"""Every setting of the server, read from environment variables (documented in README.md)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from schema import Limits
+from storage import SyncMode
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    mongodb_uri: str | None = Field(
+        None, description="A MongoDB to use; unset: start the embedded one under DATA_DIR."
+    )
+    mongodb_db: str = "mastra"
+    data_dir: Path = Path(".data")
+    embedded_mongodb_port: int = Field(0, ge=0, le=65535, description="0: a free port.")
+    sync_mode: SyncMode = SyncMode.AUTO
+    sync_poll_interval: float = Field(0.5, gt=0, description="Seconds, when polling.")
+    retention_days: float = Field(7.0, gt=0)
+    max_query_depth: int = Field(10, ge=1)
+    max_query_tokens: int = Field(2000, ge=1)
+    max_query_aliases: int = Field(30, ge=0)
+    query_cache_size: int = Field(256, ge=1)
+    graphiql: bool = True
+    log_level: str = "INFO"
+
+    @property
+    def retention(self) -> timedelta:
+        return timedelta(days=self.retention_days)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(
+            max_depth=self.max_query_depth,
+            max_tokens=self.max_query_tokens,
+            max_aliases=self.max_query_aliases,
+            cache_size=self.query_cache_size,
+        )
