@@ -1,0 +1,67 @@
+"""Fixtures: one embedded MongoDB for the session, a fresh database and app per test."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from pymongo import AsyncMongoClient
+from pymongo.asynchronous.database import AsyncDatabase
+
+from server import EmbeddedMongoDB, Settings
+from storage import SNAPSHOTS_COLLECTION, Document
+from tests.helpers import Gql, make_gql, running_app
+
+
+@pytest.fixture(scope="session")
+def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with EmbeddedMongoDB(tmp_path_factory.mktemp("mongodb")) as server:
+        yield server.uri
+
+
+@pytest.fixture
+async def db(mongo_uri: str) -> AsyncIterator[AsyncDatabase[Document]]:
+    client: AsyncMongoClient[Document] = AsyncMongoClient(mongo_uri, tz_aware=True)
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    try:
+        yield client[name]
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+@pytest.fixture
+def settings(mongo_uri: str, db: AsyncDatabase[Document]) -> Settings:
+    return Settings(mongodb_uri=mongo_uri, mongodb_db=db.name, sync_poll_interval=0.2)
+
+
+@pytest.fixture
+async def start_app() -> AsyncIterator[Callable[[Settings], Awaitable[httpx.AsyncClient]]]:
+    """Starts the app in this process; it stops when the test ends."""
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def start(settings: Settings) -> httpx.AsyncClient:
+            return await stack.enter_async_context(running_app(settings))
+
+        yield start
+
+
+@pytest.fixture
+async def client(
+    settings: Settings, start_app: Callable[[Settings], Awaitable[httpx.AsyncClient]]
+) -> httpx.AsyncClient:
+    return await start_app(settings)
+
+
+@pytest.fixture
+def gql(client: httpx.AsyncClient) -> Gql:
+    return make_gql(client)
+
+
+@pytest.fixture
+async def snapshots(db: AsyncDatabase[Document]) -> Any:
+    return db[SNAPSHOTS_COLLECTION]

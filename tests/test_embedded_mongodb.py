@@ -1,0 +1,27 @@
+"""The embedded MongoDB launcher (server/embedded_mongodb.py): a real process, real restarts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pymongo import MongoClient
+
+from server import EmbeddedMongoDB
+
+
+def test_data_survives_a_restart(tmp_path: Path) -> None:
+    with EmbeddedMongoDB(tmp_path) as server:
+        with MongoClient[dict[str, object]](server.uri) as client:
+            client.kept.docs.insert_one({"_id": 1, "kept": True})
+        assert EmbeddedMongoDB.running_in(tmp_path) == server.uri
+        pid = server.process.pid if server.process else None
+    assert EmbeddedMongoDB.running_in(tmp_path) is None  # stopped, and its state file gone
+    with EmbeddedMongoDB(tmp_path) as server:
+        assert server.process is not None and server.process.pid != pid
+        with MongoClient[dict[str, object]](server.uri) as client:
+            assert client.kept.docs.find_one({"_id": 1}) == {"_id": 1, "kept": True}
+
+
+def test_a_stale_state_file_is_not_trusted(tmp_path: Path) -> None:
+    (tmp_path / "embedded-mongodb.json").write_text('{"host": "127.0.0.1", "port": 1}')
+    assert EmbeddedMongoDB.running_in(tmp_path) is None

@@ -1,0 +1,38 @@
+"""How errors leave the server (schema/errors.py): a code on each, internal ones masked."""
+
+from __future__ import annotations
+
+import logging
+
+from storage import RunIndex
+
+
+async def test_internal_errors_are_masked_and_logged(gql, monkeypatch, caplog) -> None:
+    async def broken(*args, **kwargs):
+        raise RuntimeError("connection string mongodb://secret@db")
+
+    monkeypatch.setattr(RunIndex, "page", broken)
+    with caplog.at_level(logging.ERROR, logger="schema.errors"):
+        body = await gql("{ suspendedRuns { runs { runId } } }")
+    [error] = body["errors"]
+    assert error["message"] == "Internal server error."
+    assert error["extensions"] == {"code": "INTERNAL_SERVER_ERROR"}
+    assert "secret" not in str(body)
+    assert "secret" in caplog.text  # the operator sees what happened
+
+
+async def test_syntax_errors_are_parse_failures(gql) -> None:
+    body = await gql("{ suspendedRuns { ")
+    assert body["errors"][0]["extensions"]["code"] == "GRAPHQL_PARSE_FAILED"
+
+
+async def test_unknown_fields_are_validation_failures(gql) -> None:
+    body = await gql("{ suspendedRuns { nope } }")
+    [error] = body["errors"]
+    assert error["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+    assert "nope" in error["message"]
+
+
+async def test_bad_literal_arguments_are_bad_user_input(gql) -> None:
+    body = await gql('{ suspendedRuns(filter: { fromDate: "soon" }) { total } }')
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"

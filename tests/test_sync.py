@@ -1,0 +1,124 @@
+"""The snapshot follower (storage/sync.py), watched through the API while the app runs."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from server import Settings
+from storage import SYNC_STATE_COLLECTION
+from tests.helpers import Gql, eventually, load_snapshots, make_gql, running_app, suspended_doc
+
+STATUS = "query($id: ID!) { agentRun(runId: $id) { status } }"
+
+
+async def listed(gql: Gql, run_id: str) -> bool:
+    body = await gql("{ suspendedRuns(perPage: 500) { runs { runId } } }")
+    return run_id in {r["runId"] for r in body["data"]["suspendedRuns"]["runs"]}
+
+
+async def status_of(gql: Gql, run_id: str) -> str | None:
+    run = (await gql(STATUS, {"id": run_id}))["data"]["agentRun"]
+    return run["status"] if run else None
+
+
+@pytest.mark.parametrize("mode", ["change_stream", "poll"])
+async def test_a_written_then_deleted_snapshot_shows_and_leaves_within_2s(
+    snapshots, settings: Settings, start_app, mode: str
+) -> None:
+    client = await start_app(settings.model_copy(update={"sync_mode": mode}))
+    gql = make_gql(client)
+    assert (await client.get("/readyz")).json()["sync"] == mode
+    await snapshots.insert_one(suspended_doc("live-1"))
+    appeared = await eventually(lambda: listed(gql, "live-1"), within=2)
+    await snapshots.delete_one({"run_id": "live-1"})
+
+    async def gone() -> bool:
+        return not await listed(gql, "live-1")
+
+    left = await eventually(gone, within=2)
+    assert await status_of(gql, "live-1") == "ENDED"  # kept for the retention period
+    print(f"{mode}: appeared after {appeared:.3f}s, left after {left:.3f}s")
+
+
+@pytest.mark.parametrize("mode", ["change_stream", "poll"])
+async def test_a_run_that_stops_being_suspended_ends_and_a_new_suspension_returns(
+    snapshots, settings: Settings, start_app, mode: str
+) -> None:
+    gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": mode})))
+    await snapshots.insert_one(suspended_doc("flip-1"))
+    await eventually(lambda: listed(gql, "flip-1"), within=2)
+    await snapshots.update_one({"run_id": "flip-1"}, {"$set": {"snapshot.status": "running"}})
+
+    async def ended() -> bool:
+        return await status_of(gql, "flip-1") == "ENDED"
+
+    await eventually(ended, within=2)
+    assert not await listed(gql, "flip-1")
+    later = suspended_doc("flip-1")["updatedAt"].replace(year=2027)
+    await snapshots.update_one(
+        {"run_id": "flip-1"}, {"$set": {"snapshot.status": "suspended", "updatedAt": later}}
+    )
+    await eventually(lambda: listed(gql, "flip-1"), within=2)
+
+
+async def test_startup_reconcile_ends_runs_whose_snapshot_went_while_down(
+    snapshots, settings: Settings, start_app
+) -> None:
+    await snapshots.insert_many([suspended_doc("keep"), suspended_doc("drop")])
+    async with running_app(settings) as client:
+        await eventually(lambda: listed(make_gql(client), "drop"), within=2)
+    await snapshots.delete_one({"run_id": "drop"})
+    await snapshots.insert_one(suspended_doc("added-while-down"))
+    gql = make_gql(await start_app(settings))
+    assert await listed(gql, "keep")
+    assert await listed(gql, "added-while-down")
+    assert await status_of(gql, "drop") == "ENDED"
+
+
+async def test_malformed_snapshots_are_skipped_and_logged_and_never_fail_a_query(
+    snapshots, settings: Settings, start_app, caplog
+) -> None:
+    good = suspended_doc("good")
+    broken = [
+        suspended_doc("bad-json", snapshot="{not json"),
+        suspended_doc("bad-type", snapshot=["a", "list"]),
+        suspended_doc("bad-date", createdAt="yesterday"),
+    ]
+    await snapshots.insert_many([good, *broken])
+    with caplog.at_level(logging.WARNING, logger="storage.sync"):
+        gql = make_gql(await start_app(settings))
+        await snapshots.insert_one(suspended_doc("bad-live", snapshot="{still not json"))
+        await snapshots.insert_one(suspended_doc("good-live"))
+        await eventually(lambda: listed(gql, "good-live"), within=2)
+    body = await gql("{ suspendedRuns { total runs { runId } } }")
+    assert {r["runId"] for r in body["data"]["suspendedRuns"]["runs"]} == {"good", "good-live"}
+    skipped = [
+        r for r in caplog.records if r.getMessage() == "skipped a malformed snapshot document"
+    ]
+    assert len(skipped) == 4
+    assert all(getattr(r, "reason", "") for r in skipped)
+    assert "not json" not in caplog.text  # a reason, never the document's content
+
+
+async def test_the_change_stream_resume_token_is_stored(
+    db, snapshots, settings: Settings, start_app
+) -> None:
+    gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
+    await snapshots.insert_one(suspended_doc("tok-1"))
+    await eventually(lambda: listed(gql, "tok-1"), within=2)
+    state = await db[SYNC_STATE_COLLECTION].find_one({"_id": "snapshot-change-stream"})
+    assert state is not None and state["resumeToken"]
+
+
+async def test_fixture_documents_reconcile_to_one_entry_per_run(
+    snapshots, settings: Settings, start_app
+) -> None:
+    await snapshots.insert_many(load_snapshots())
+    gql = make_gql(await start_app(settings))
+    body = await gql("{ suspendedRuns { total runs { runId agentId } } }")
+    page = body["data"]["suspendedRuns"]
+    # Six Mastra runs, each with an `executionWorkflow` sibling that is not a run of its own.
+    assert page["total"] == 6
+    assert len({r["runId"] for r in page["runs"]}) == 6
