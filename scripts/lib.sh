@@ -1,0 +1,18 @@
+# Shared by the scripts: a virtual environment in .venv with the project installed.
+# Reinstalls only when pyproject.toml changed since the last install.
+
+ensure_venv() {  # ensure_venv [EXTRAS]   e.g. ensure_venv dev
+    local extras="${1:-}" python="${PYTHON:-python3}"
+    local spec="." stamp=".venv/.installed${extras:+-$extras}"
+    [ -n "$extras" ] && spec=".[$extras]"
+    if [ ! -x .venv/bin/python ]; then
+        "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
+            || { echo "suspended-runs needs Python 3.11 or newer ($python)" >&2; exit 1; }
+        "$python" -m venv .venv
+    fi
+    if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+        .venv/bin/python -m pip install --quiet --upgrade pip
+        .venv/bin/python -m pip install --quiet -e "$spec"
+        touch "$stamp"
+    fi
+}

@@ -1,0 +1,52 @@
+"""`scripts/seed`: put Mastra snapshot documents into a database, for a demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+
+from pymongo import MongoClient
+
+from scripts.copies import copies, fixture_documents
+from server import EmbeddedMongoDB, Settings
+from storage import SNAPSHOTS_COLLECTION, Document
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/seed",
+        description="Load the Mastra fixture snapshots (and COPIES more runs) into the database "
+        "of MONGODB_URI, or of the embedded MongoDB that scripts/serve runs under DATA_DIR.",
+    )
+    parser.add_argument("--copies", type=int, default=0, help="extra runs (default 0)")
+    parser.add_argument("--agents", type=int, default=20, help="agents the copies spread over")
+    args = parser.parse_args()
+    settings = Settings()
+    uri = settings.mongodb_uri or EmbeddedMongoDB.running_in(settings.data_dir)
+    if uri is None:
+        print(
+            f"no database: set MONGODB_URI, or start scripts/serve (DATA_DIR={settings.data_dir})",
+            file=sys.stderr,
+        )
+        return 1
+    with MongoClient[Document](uri) as client:
+        collection = client[settings.mongodb_db][SNAPSHOTS_COLLECTION]
+        fixtures = [d for d in fixture_documents() if not collection.find_one({"_id": d["_id"]})]
+        if fixtures:
+            collection.insert_many(fixtures)
+        start = datetime.now(UTC) - timedelta(seconds=args.copies)
+        batch: list[Document] = []
+        for docs in copies(args.copies, args.agents, start):
+            batch += docs
+            if len(batch) >= 1000:
+                collection.insert_many(batch)
+                batch.clear()
+        if batch:
+            collection.insert_many(batch)
+    print(f"seeded {len(fixtures)} fixture documents and {args.copies} copied runs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
