@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 
 import strawberry
 from strawberry.scalars import JSON
 
 import storage
 
-
-@strawberry.enum(description="Where a run stands. A run in the suspended list is SUSPENDED.")
-class RunStatus(Enum):
-    SUSPENDED = "SUSPENDED"
-    RUNNING = "RUNNING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    ENDED = "ENDED"
-    STALLED = "STALLED"
-
-
-@strawberry.enum(description="What continues a run: a Python agent here, or a Mastra server.")
-class Runtime(Enum):
-    PYTHON = "python"
-    MASTRA = "mastra"
+RunStatus = strawberry.enum(
+    storage.RunStatus, description="Where a run stands. A run in the suspended list is SUSPENDED."
+)
+Runtime = strawberry.enum(
+    storage.Runtime, description="What continues a run: a Python agent here, or a Mastra server."
+)
 
 
 # Plain attributes, no per-field resolvers: a page is built once, then read as data.
@@ -53,8 +43,8 @@ class AgentRunToolCall:
 class AgentRun:
     run_id: strawberry.ID
     agent_id: strawberry.ID
-    runtime: Runtime
-    status: RunStatus
+    runtime: storage.Runtime
+    status: storage.RunStatus
     thread_id: str | None
     resource_id: str | None
     created_at: datetime
@@ -66,8 +56,8 @@ class AgentRun:
         return cls(
             run_id=strawberry.ID(entry.run_id),
             agent_id=strawberry.ID(entry.agent_id),
-            runtime=Runtime(entry.runtime.value),
-            status=RunStatus(entry.status.value),
+            runtime=entry.runtime,
+            status=entry.status,
             thread_id=entry.thread_id,
             resource_id=entry.resource_id,
             created_at=entry.created_at,

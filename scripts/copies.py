@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 import uuid
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from bson import json_util
+from pymongo.collection import Collection
 
 from storage import Document
 
@@ -57,3 +58,15 @@ def copies(count: int, agents: int, start: datetime) -> Iterator[list[Document]]
         yield template.copy(
             str(uuid.uuid4()), f"agent-{i % agents:02d}", start + timedelta(seconds=i)
         )
+
+
+def insert_runs(collection: Collection[Document], runs: Iterable[list[Document]]) -> None:
+    """Insert runs' documents a thousand at a time."""
+    batch: list[Document] = []
+    for docs in runs:
+        batch += docs
+        if len(batch) >= 1000:
+            collection.insert_many(batch)
+            batch.clear()
+    if batch:
+        collection.insert_many(batch)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from pymongo import MongoClient
 
-from scripts.copies import copies, fixture_documents
+from scripts.copies import copies, fixture_documents, insert_runs
 from server import EmbeddedMongoDB, Settings
 from storage import SNAPSHOTS_COLLECTION, Document
 
@@ -36,14 +36,7 @@ def main() -> int:
         if fixtures:
             collection.insert_many(fixtures)
         start = datetime.now(UTC) - timedelta(seconds=args.copies)
-        batch: list[Document] = []
-        for docs in copies(args.copies, args.agents, start):
-            batch += docs
-            if len(batch) >= 1000:
-                collection.insert_many(batch)
-                batch.clear()
-        if batch:
-            collection.insert_many(batch)
+        insert_runs(collection, copies(args.copies, args.agents, start))
     print(f"seeded {len(fixtures)} fixture documents and {args.copies} copied runs")
     return 0
 

@@ -78,30 +78,43 @@ class SnapshotSync:
         await self.snapshots.create_index([("updatedAt", 1)])
 
     async def reconcile(self) -> ReconcileReport:
-        """Rebuild every Mastra entry from the snapshots: new, changed and vanished runs."""
+        """Rebuild every Mastra entry from the snapshots: new, changed and vanished runs.
+
+        Two passes: a light one over `(run_id, updatedAt)` of every suspended snapshot, then
+        whole documents only for runs the index does not hold as they are (snapshots are
+        15 kB and more; a restart with nothing changed reads none of them).
+        """
         report = ReconcileReport()
         known = await self.index.discovered_versions(Runtime.MASTRA)
         seen: set[str] = set()
-        batch: list[RunEntry] = []
+        stale: list[Any] = []
         query = {
             "workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)},
             # Older writers store the snapshot as a JSON string: those are read and parsed.
             "$or": [{"snapshot.status": "suspended"}, {"snapshot": {"$type": "string"}}],
         }
-        async for doc in self.snapshots.find(query, batch_size=100):
+        light = self.snapshots.find(query, {"_id": 1, "run_id": 1, "updatedAt": 1})
+        async for doc in light:
             report.scanned += 1
-            entry = _extract_or_log(doc)
-            if entry is None:
-                report.skipped += 1
-                continue
-            seen.add(entry.run_id)
-            if known.get(entry.run_id) != (RunStatus.SUSPENDED.value, entry.suspended_at):
-                batch.append(entry)
-            if len(batch) >= _BATCH:
-                report.written += await self.index.put_suspended(batch)
-                batch.clear()
             self._raise_high_water(doc)
-        report.written += await self.index.put_suspended(batch)
+            run_id = doc.get("run_id")
+            if isinstance(run_id, str) and known.get(run_id) == (
+                RunStatus.SUSPENDED.value,
+                doc.get("updatedAt"),
+            ):
+                seen.add(run_id)
+            else:
+                stale.append(doc["_id"])
+        for i in range(0, len(stale), _BATCH):
+            entries = []
+            async for doc in self.snapshots.find({"_id": {"$in": stale[i : i + _BATCH]}}):
+                entry = _extract_or_log(doc)
+                if entry is None:
+                    report.skipped += 1
+                else:
+                    seen.add(entry.run_id)
+                    entries.append(entry)
+            report.written += await self.index.put_suspended(entries)
         gone = [
             run_id
             for run_id, (status, _) in known.items()
