@@ -156,8 +156,16 @@ def main() -> int:
                 )
             except ScanTooSlow:
                 scan = None
-            row = {"n": n, "plain": plain, "total": total, "scan": scan, "ready": ready_s}
-            rows.append(row | {"restart": restart_s})
+            rows.append(
+                {
+                    "n": n,
+                    "plain": plain,
+                    "total": total,
+                    "scan": scan,
+                    "ready": ready_s,
+                    "restart": restart_s,
+                }
+            )
             print(f"N={n} done", file=sys.stderr)
     print(
         "| N runs | page of 20, no total: median / p95 | with total: median / p95 "
