@@ -8,9 +8,13 @@ from datetime import timedelta
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from storage.decision_log import DecisionLog
+from storage.python_runs import PythonSnapshots
 from storage.run_index import RunIndex
 from storage.sync import SnapshotSync, SyncMode
 from storage.types import (
+    DECISIONS_COLLECTION,
+    IDEMPOTENCY_COLLECTION,
     RUNS_COLLECTION,
     SNAPSHOTS_COLLECTION,
     SYNC_STATE_COLLECTION,
@@ -31,6 +35,8 @@ class Storage:
     db: AsyncDatabase[Document]
     runs: RunIndex
     sync: SnapshotSync
+    python_snapshots: PythonSnapshots
+    decisions: DecisionLog
 
     @classmethod
     def open(
@@ -52,11 +58,19 @@ class Storage:
             mode=sync_mode,
             poll_interval=poll_interval,
         )
-        return cls(client=client, db=db, runs=runs, sync=sync)
+        return cls(
+            client=client,
+            db=db,
+            runs=runs,
+            sync=sync,
+            python_snapshots=PythonSnapshots(db[SNAPSHOTS_COLLECTION]),
+            decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION]),
+        )
 
     async def ensure_indexes(self) -> None:
         await self.runs.ensure_indexes()
         await self.sync.ensure_indexes()
+        await self.decisions.ensure_indexes()
 
     async def ping(self) -> bool:
         await self.db.command("ping")

@@ -6,11 +6,48 @@ calls each is built on every poll, and construction cost is the hot path.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from enum import StrEnum
 from typing import Any
 
 from storage.types import Document, RunStatus, Runtime
+
+
+class Action(StrEnum):
+    APPROVE = "approve"
+    DECLINE = "decline"
+    RESUME = "resume"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What a person decided about one pending tool call."""
+
+    action: Action
+    by: str
+    at: datetime
+    reason: str | None = None
+    resume_data: Any = None
+
+    def to_document(self) -> Document:
+        return {
+            "action": self.action.value,
+            "by": self.by,
+            "at": self.at,
+            "reason": self.reason,
+            "resumeData": self.resume_data,
+        }
+
+    @classmethod
+    def from_document(cls, doc: Document) -> Decision:
+        return cls(
+            action=Action(doc["action"]),
+            by=doc.get("by", "anonymous"),
+            at=doc["at"],
+            reason=doc.get("reason"),
+            resume_data=doc.get("resumeData"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +57,7 @@ class ToolCall:
     requires_approval: bool
     args: Any = None
     suspend_payload: Any = None
+    decision: Decision | None = None
 
     def to_document(self) -> Document:
         return {
@@ -28,17 +66,51 @@ class ToolCall:
             "args": self.args,
             "requiresApproval": self.requires_approval,
             "suspendPayload": self.suspend_payload,
+            "decision": self.decision.to_document() if self.decision else None,
         }
 
     @classmethod
     def from_document(cls, doc: Document) -> ToolCall:
+        decision = doc.get("decision")
         return cls(
             tool_call_id=doc.get("toolCallId"),
             tool_name=doc.get("toolName"),
             requires_approval=bool(doc.get("requiresApproval")),
             args=doc.get("args"),
             suspend_payload=doc.get("suspendPayload"),
+            decision=Decision.from_document(decision) if decision else None,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Who is continuing a run, and until when its lease holds without renewal."""
+
+    by: str
+    at: datetime
+    expires_at: datetime
+
+    def to_document(self) -> Document:
+        return {"by": self.by, "at": self.at, "expiresAt": self.expires_at}
+
+    @classmethod
+    def from_document(cls, doc: Document) -> Claim:
+        return cls(by=doc["by"], at=doc["at"], expires_at=doc["expiresAt"])
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a finished run ended: its output, or its error."""
+
+    output: Any = None
+    error: str | None = None
+
+    def to_document(self) -> Document:
+        return {"output": self.output, "error": self.error}
+
+    @classmethod
+    def from_document(cls, doc: Document) -> Outcome:
+        return cls(output=doc.get("output"), error=doc.get("error"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +129,24 @@ class RunEntry:
     """The snapshot document's `_id`: a delete event carries only that."""
     version: int = 0
     ended_at: datetime | None = None
+    claim: Claim | None = None
+    outcome: Outcome | None = None
+
+    def status_at(self, now: datetime) -> RunStatus:
+        """The status to show: a RUNNING run whose lease ran out (its process died) is STALLED."""
+        if self.status is RunStatus.RUNNING and self.claim and self.claim.expires_at <= now:
+            return RunStatus.STALLED
+        return self.status
+
+    def pending_calls(self) -> list[ToolCall]:
+        return [call for call in self.tool_calls if call.decision is None]
+
+    def with_decision(self, tool_call_id: str, decision: Decision) -> RunEntry:
+        calls = tuple(
+            replace(call, decision=decision) if call.tool_call_id == tool_call_id else call
+            for call in self.tool_calls
+        )
+        return replace(self, tool_calls=calls)
 
     def to_document(self) -> Document:
         return {
@@ -73,10 +163,13 @@ class RunEntry:
             "snapshotId": self.snapshot_id,
             "version": self.version,
             "endedAt": self.ended_at,
+            "claim": self.claim.to_document() if self.claim else None,
+            "outcome": self.outcome.to_document() if self.outcome else None,
         }
 
     @classmethod
     def from_document(cls, doc: Document) -> RunEntry:
+        claim, outcome = doc.get("claim"), doc.get("outcome")
         return cls(
             run_id=doc["runId"],
             workflow_name=doc.get("workflowName", ""),
@@ -91,4 +184,6 @@ class RunEntry:
             snapshot_id=doc.get("snapshotId"),
             version=int(doc.get("version", 0)),
             ended_at=doc.get("endedAt"),
+            claim=Claim.from_document(claim) if claim else None,
+            outcome=Outcome.from_document(outcome) if outcome else None,
         )

@@ -15,9 +15,9 @@ from pymongo import ASCENDING, UpdateMany, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
-from storage.entries import RunEntry
+from storage.entries import Claim, RunEntry
 from storage.queries import RUN_INDEXES, SORT, Cursor, RunFilter
-from storage.types import Document, RunStatus, Runtime
+from storage.types import Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -56,22 +56,29 @@ class RunIndex:
         doc = await self.collection.find_one({"runId": run_id}, _LIST_PROJECTION)
         return _read_entry(doc) if doc else None
 
-    async def discovered_versions(self, runtime: Runtime) -> dict[str, tuple[str, Any]]:
-        """runId -> (status, suspendedAt) of every entry of a runtime: what a reconcile compares."""
-        cursor = self.collection.find(
-            {"runtime": runtime.value}, {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1}
-        )
+    async def discovered_versions(self) -> dict[str, tuple[str, Any]]:
+        """runId -> (status, suspendedAt) of every entry: what a reconcile compares."""
+        cursor = self.collection.find({}, {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1})
         return {d["runId"]: (d["status"], d.get("suspendedAt")) async for d in cursor}
 
     async def put_suspended(self, entries: Iterable[RunEntry]) -> int:
         """Write discovered suspended runs over what the index held for them.
 
-        An entry in another state (claimed here, RUNNING) belongs to its claim holder:
-        the upsert's filter misses it, its insert hits the unique runId, and it is left.
+        Only over an entry that is older (an earlier `suspendedAt`) or ENDED: a follower
+        that read the snapshot before a decision was recorded must not write it back.
+        An entry in another state (claimed here, RUNNING) belongs to its claim holder.
+        Where the filter misses, the upsert's insert hits the unique runId and is left.
         """
         ops = [
             UpdateOne(
-                {"runId": e.run_id, "status": {"$in": _SYNC_OWNED}},
+                {
+                    "runId": e.run_id,
+                    "status": {"$in": _SYNC_OWNED},
+                    "$or": [
+                        {"status": RunStatus.ENDED.value},
+                        {"suspendedAt": {"$lt": e.suspended_at}},
+                    ],
+                },
                 {
                     "$set": {k: v for k, v in e.to_document().items() if k not in _KEPT},
                     "$inc": {"version": 1},
@@ -115,6 +122,71 @@ class RunIndex:
             self._end_update(now),
         )
         return result.modified_count
+
+    # -- claims: exactly one continuation per decision (DESIGN.md, "Claims") ------------
+
+    async def put_started(self, entry: RunEntry) -> None:
+        """The entry of a run this server just started.
+
+        An upsert: the follower may have indexed the run's snapshot a moment before.
+        """
+        await self.collection.replace_one({"runId": entry.run_id}, entry.to_document(), upsert=True)
+
+    async def apply_decision(self, seen: RunEntry, decided: RunEntry, claim: Claim | None) -> bool:
+        """Record decisions on the entry as it was seen; with a claim, also take the run.
+
+        One conditional update: of any number of concurrent callers that saw the same
+        version, exactly one wins; the others find the version moved on and look again.
+        """
+        update: Document = {
+            "$set": {"toolCalls": [call.to_document() for call in decided.tool_calls]},
+            "$inc": {"version": 1},
+        }
+        if claim is not None:
+            update["$set"] |= {"status": RunStatus.RUNNING.value, "claim": claim.to_document()}
+        result = await self.collection.update_one(
+            {"runId": seen.run_id, "status": RunStatus.SUSPENDED.value, "version": seen.version},
+            update,
+        )
+        return result.modified_count == 1
+
+    async def settle(self, after: RunEntry, claimed_by: str) -> bool:
+        """Write where a continued run came to rest; only the holder of its claim may."""
+        doc = {k: v for k, v in after.to_document().items() if k not in ("version", "runId")}
+        update: Document = {"$set": doc, "$inc": {"version": 1}}
+        if after.status in (RunStatus.COMPLETED, RunStatus.FAILED) and after.ended_at:
+            doc["expiresAt"] = after.ended_at + self.retention
+        else:
+            update["$unset"] = {"expiresAt": ""}
+        result = await self.collection.update_one(
+            {"runId": after.run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
+            update,
+        )
+        return result.modified_count == 1
+
+    async def renew_claim(self, run_id: str, claimed_by: str, expires_at: datetime) -> bool:
+        result = await self.collection.update_one(
+            {"runId": run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
+            {"$set": {"claim.expiresAt": expires_at}},
+        )
+        return result.modified_count == 1
+
+    async def suspended_by_agent(self) -> dict[tuple[str, str], int]:
+        """(agentId, runtime) -> suspended runs, for every agent the index has seen."""
+        counts: dict[tuple[str, str], int] = {}
+        pipeline: list[Document] = [
+            {
+                "$group": {
+                    "_id": {"agentId": "$agentId", "runtime": "$runtime", "status": "$status"},
+                    "n": {"$sum": 1},
+                }
+            }
+        ]
+        async for row in await self.collection.aggregate(pipeline):
+            key = (row["_id"]["agentId"], row["_id"]["runtime"])
+            suspended = row["n"] if row["_id"]["status"] == RunStatus.SUSPENDED.value else 0
+            counts[key] = counts.get(key, 0) + suspended
+        return counts
 
     def _end_update(self, now: datetime) -> Document:
         return {

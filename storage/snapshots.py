@@ -1,8 +1,10 @@
 """Snapshot documents -> run-index entries: discovery with Mastra's own rules.
 
 `extract_entry` is the one function every writer of the run index uses, so the index can
-always be rebuilt from the snapshots. It mirrors `Agent.listSuspendedRuns()` of
-`@mastra/core` (see DESIGN.md, "Snapshot documents") and is pure: no I/O, no clock.
+always be rebuilt from the snapshots. For Mastra's documents it mirrors
+`Agent.listSuspendedRuns()` of `@mastra/core` (see DESIGN.md, "Snapshot documents"); for
+this server's own Python runs it reads the layout that `storage/python_runs.py` writes.
+It is pure: no I/O, no clock.
 """
 
 from __future__ import annotations
@@ -13,7 +15,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from storage.entries import RunEntry, ToolCall
-from storage.types import MASTRA_RUN_WORKFLOWS, Document, RunStatus, Runtime
+from storage.types import (
+    MASTRA_RUN_WORKFLOWS,
+    PYTHON_RUN_WORKFLOW,
+    Document,
+    RunStatus,
+    Runtime,
+)
 
 
 class MalformedSnapshot(ValueError):
@@ -26,7 +34,7 @@ def extract_entry(doc: Document) -> RunEntry | None:
     Raises MalformedSnapshot for a document that claims to be a run but cannot be read.
     """
     workflow_name = doc.get("workflow_name")
-    if workflow_name not in MASTRA_RUN_WORKFLOWS:
+    if workflow_name not in MASTRA_RUN_WORKFLOWS and workflow_name != PYTHON_RUN_WORKFLOW:
         return None
     run_id = doc.get("run_id")
     if not isinstance(run_id, str) or not run_id:
@@ -34,6 +42,8 @@ def extract_entry(doc: Document) -> RunEntry | None:
     snapshot = parse_snapshot(doc.get("snapshot"))
     if snapshot.get("status") != "suspended":
         return None
+    if workflow_name == PYTHON_RUN_WORKFLOW:
+        return _python_entry(doc, run_id, snapshot)
     context = snapshot.get("context")
     if not isinstance(context, dict):
         raise MalformedSnapshot("snapshot.context is not an object")
@@ -59,6 +69,30 @@ def extract_entry(doc: Document) -> RunEntry | None:
         thread_id=thread_id if isinstance(thread_id, str) else None,
         resource_id=resource_id if isinstance(resource_id, str) else None,
         tool_calls=tuple(_tool_calls(steps, labels if isinstance(labels, dict) else {})),
+        snapshot_id=doc.get("_id"),
+    )
+
+
+def _python_entry(doc: Document, run_id: str, snapshot: Document) -> RunEntry:
+    agent_id = snapshot.get("agentId")
+    calls = snapshot.get("toolCalls")
+    if not isinstance(agent_id, str) or not isinstance(calls, list):
+        raise MalformedSnapshot("a Python run snapshot needs agentId and toolCalls")
+    try:
+        tool_calls = tuple(ToolCall.from_document(call) for call in calls)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise MalformedSnapshot(f"toolCalls: {type(exc).__name__}: {exc}") from None
+    return RunEntry(
+        run_id=run_id,
+        workflow_name=PYTHON_RUN_WORKFLOW,
+        runtime=Runtime.PYTHON,
+        agent_id=agent_id,
+        status=RunStatus.SUSPENDED,
+        created_at=_as_datetime(doc.get("createdAt"), "createdAt"),
+        suspended_at=_as_datetime(doc.get("updatedAt"), "updatedAt"),
+        thread_id=snapshot.get("threadId"),
+        resource_id=doc.get("resourceId") or snapshot.get("resourceId"),
+        tool_calls=tool_calls,
         snapshot_id=doc.get("_id"),
     )
 

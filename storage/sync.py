@@ -23,7 +23,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 from storage.entries import RunEntry
 from storage.run_index import RunIndex
 from storage.snapshots import MalformedSnapshot, extract_entry
-from storage.types import MASTRA_RUN_WORKFLOWS, Document, RunStatus, Runtime
+from storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,7 @@ _TOKEN_ID = "snapshot-change-stream"
 # Snapshot writes commit out of `updatedAt` order by a little; re-reading a margin is harmless.
 _POLL_OVERLAP = timedelta(seconds=5)
 _RETRY_DELAY = 1.0
+_INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 
 
 class SyncMode(StrEnum):
@@ -74,22 +75,28 @@ class SnapshotSync:
         self._high_water: datetime | None = None
 
     async def ensure_indexes(self) -> None:
-        # The only write to Mastra's collection: an index that incremental polling reads by.
-        await self.snapshots.create_index([("updatedAt", 1)])
+        # Indexes are the only writes to Mastra's documents: polling reads by updatedAt,
+        # lookups of one run by (workflow_name, run_id) (Mastra's own may exist already).
+        for keys in ([("updatedAt", 1)], [("workflow_name", 1), ("run_id", 1)]):
+            try:
+                await self.snapshots.create_index(keys)
+            except OperationFailure as exc:
+                if exc.code not in _INDEX_EXISTS_OTHERWISE:
+                    raise
 
     async def reconcile(self) -> ReconcileReport:
-        """Rebuild every Mastra entry from the snapshots: new, changed and vanished runs.
+        """Rebuild every entry from the snapshots: new, changed and vanished suspended runs.
 
         Two passes: a light one over `(run_id, updatedAt)` of every suspended snapshot, then
         whole documents only for runs the index does not hold as they are (snapshots are
         15 kB and more; a restart with nothing changed reads none of them).
         """
         report = ReconcileReport()
-        known = await self.index.discovered_versions(Runtime.MASTRA)
+        known = await self.index.discovered_versions()
         seen: set[str] = set()
         stale: list[Any] = []
         query = {
-            "workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)},
+            "workflow_name": {"$in": list(RUN_WORKFLOWS)},
             # Older writers store the snapshot as a JSON string: those are read and parsed.
             "$or": [{"snapshot.status": "suspended"}, {"snapshot": {"$type": "string"}}],
         }
@@ -147,7 +154,7 @@ class SnapshotSync:
 
     async def apply_document(self, doc: Document) -> None:
         """Bring one run's entry in line with its current snapshot document."""
-        if doc.get("workflow_name") not in MASTRA_RUN_WORKFLOWS:
+        if doc.get("workflow_name") not in RUN_WORKFLOWS:
             return
         entry = _extract_or_log(doc)
         if entry is not None:
@@ -237,7 +244,7 @@ class SnapshotSync:
 
     async def poll_once(self) -> None:
         """Apply snapshots changed since the last look, and end runs whose snapshot is gone."""
-        query: Document = {"workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)}}
+        query: Document = {"workflow_name": {"$in": list(RUN_WORKFLOWS)}}
         if self._high_water is not None:
             query["updatedAt"] = {"$gte": self._high_water - _POLL_OVERLAP}
         async for doc in self.snapshots.find(query, batch_size=100):
@@ -247,7 +254,7 @@ class SnapshotSync:
 
     async def _end_vanished(self) -> None:
         live = self.index.collection.find(
-            {"runtime": Runtime.MASTRA.value, "status": RunStatus.SUSPENDED.value},
+            {"status": RunStatus.SUSPENDED.value},
             {"_id": 0, "runId": 1, "snapshotId": 1},
         )
         by_snapshot = {doc["snapshotId"]: doc["runId"] async for doc in live}

@@ -17,8 +17,19 @@ RUNS_COLLECTION = "suspended_runs_index"
 SYNC_STATE_COLLECTION = "suspended_runs_sync"
 """Bookkeeping of the snapshot follower (the change stream's resume token)."""
 
+DECISIONS_COLLECTION = "suspended_runs_decisions"
+"""The audit log: one record per decision asked of this server."""
+
+IDEMPOTENCY_COLLECTION = "suspended_runs_idempotency"
+"""First answers by idempotency key (the key is the `_id`, so a key is taken once)."""
+
 MASTRA_RUN_WORKFLOWS = ("agentic-loop", "durable-agentic-loop")
 """Workflow names of Mastra agent runs. Their `executionWorkflow` siblings are not runs."""
+
+PYTHON_RUN_WORKFLOW = "suspended-runs.python-agent"
+"""Runs of this server's own Python agents: a name of their own, so Mastra never resumes them."""
+
+RUN_WORKFLOWS = (*MASTRA_RUN_WORKFLOWS, PYTHON_RUN_WORKFLOW)
 
 
 class RunStatus(StrEnum):

@@ -1,0 +1,89 @@
+"""Snapshots of this server's own Python runs: their layout, and the one writer of them.
+
+They live in Mastra's collection under a `workflow_name` of their own (Mastra never
+resumes them), with Mastra's top-level fields, so the snapshot collection stays the one
+source of truth for every run and the run index can be rebuilt from it:
+
+    {
+      "workflow_name": "suspended-runs.python-agent",
+      "run_id": "...", "resourceId": "...", "createdAt": <date>, "updatedAt": <date>,
+      "snapshot": {
+        "layout": 1,
+        "status": "suspended",
+        "agentId": "...", "threadId": "...", "resourceId": "...",
+        "toolCalls": [{"toolCallId", "toolName", "args", "requiresApproval",
+                       "suspendPayload", "decision": null | {"action", "by", "at", ...}}],
+        "messages": [...]          # pydantic-ai's message history (ModelMessagesTypeAdapter, JSON)
+      }
+    }
+
+`updatedAt` is when the run suspended; recording a decision does not change it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+
+from storage.entries import RunEntry
+from storage.types import PYTHON_RUN_WORKFLOW, Document
+
+LAYOUT = 1
+
+
+class PythonSnapshots:
+    def __init__(self, collection: AsyncCollection[Document]) -> None:
+        self.collection = collection
+
+    async def put(self, entry: RunEntry, messages: list[Any]) -> Any:
+        """Write the snapshot of a run that just suspended; returns its `_id`."""
+        doc = await self.collection.find_one_and_update(
+            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": entry.run_id},
+            {
+                "$set": {
+                    "resourceId": entry.resource_id,
+                    "updatedAt": entry.suspended_at,
+                    "snapshot": {
+                        "layout": LAYOUT,
+                        "status": "suspended",
+                        "agentId": entry.agent_id,
+                        "threadId": entry.thread_id,
+                        "resourceId": entry.resource_id,
+                        "toolCalls": [call.to_document() for call in entry.tool_calls],
+                        "messages": messages,
+                    },
+                },
+                "$setOnInsert": {"createdAt": entry.created_at},
+            },
+            projection={"_id": 1},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return doc["_id"] if doc else None
+
+    async def messages(self, run_id: str) -> list[Any] | None:
+        doc = await self.collection.find_one(
+            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": run_id},
+            {"snapshot.messages": 1},
+        )
+        messages = (doc or {}).get("snapshot", {}).get("messages")
+        return messages if isinstance(messages, list) else None
+
+    async def record_decisions(self, entry: RunEntry) -> None:
+        """Copy the entry's decisions into the snapshot, so they survive a lost index."""
+        await self.collection.update_one(
+            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": entry.run_id},
+            {"$set": {"snapshot.toolCalls": [call.to_document() for call in entry.tool_calls]}},
+        )
+
+    async def mark_failed(self, run_id: str) -> None:
+        """Keep a failed run's snapshot for inspection, no longer suspended."""
+        await self.collection.update_one(
+            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": run_id},
+            {"$set": {"snapshot.status": "failed"}},
+        )
+
+    async def delete(self, run_id: str) -> None:
+        await self.collection.delete_one({"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": run_id})
