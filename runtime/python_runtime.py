@@ -1,0 +1,240 @@
+"""Runs of this server's own Python agents: start them, and continue them after decisions.
+
+A run that suspends is written as a snapshot (with pydantic-ai's message history) and an
+index entry, snapshot first: the snapshot is the source of truth, and a lost entry is
+rebuilt from it. A decided run is continued by whoever holds its claim, with
+`DeferredToolResults`; the claim's lease is renewed while the agent works, so a run whose
+process dies shows as STALLED instead of being run twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import typing
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.run import AgentRunResult
+
+from runtime.agents import AgentMap
+from storage import (
+    PYTHON_RUN_WORKFLOW,
+    Action,
+    Outcome,
+    RunEntry,
+    RunStatus,
+    Runtime,
+    Storage,
+    ToolCall,
+)
+
+log = logging.getLogger(__name__)
+
+
+class InvalidResumeData(ValueError):
+    """Resume data that the suspended tool's return type does not accept."""
+
+
+def now_ms() -> datetime:
+    """Now, at BSON's precision, so what is written compares equal to what is read back."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+class PythonRuntime:
+    def __init__(
+        self,
+        agents: AgentMap,
+        storage: Storage,
+        *,
+        instance_id: str,
+        lease: timedelta,
+        clock: Callable[[], datetime] = now_ms,
+    ) -> None:
+        self.agents = agents
+        self.storage = storage
+        self.instance_id = instance_id
+        self.lease = lease
+        self.clock = clock
+        self._background: set[asyncio.Task[Any]] = set()
+
+    def has_agent(self, agent_id: str) -> bool:
+        return agent_id in self.agents
+
+    # -- starting ------------------------------------------------------------------------
+
+    async def start(
+        self, agent_id: str, prompt: str, thread_id: str | None, resource_id: str | None
+    ) -> RunEntry:
+        """Run an agent until it completes or suspends; the run's resting entry."""
+        now = self.clock()
+        entry = RunEntry(
+            run_id=str(uuid.uuid4()),
+            workflow_name=PYTHON_RUN_WORKFLOW,
+            runtime=Runtime.PYTHON,
+            agent_id=agent_id,
+            status=RunStatus.RUNNING,
+            created_at=now,
+            suspended_at=None,
+            thread_id=thread_id,
+            resource_id=resource_id,
+        )
+        try:
+            result = await self.agents[agent_id].run(prompt)
+        except Exception as exc:
+            log.warning("agent run failed", extra={"agentId": agent_id, "reason": repr(exc)})
+            entry = self._finished(entry, Outcome(error=_describe(exc)), RunStatus.FAILED)
+            await self.storage.runs.put_started(entry)
+            return entry
+        entry = await self._rest(entry, result)
+        await self.storage.runs.put_started(entry)
+        return entry
+
+    # -- continuing ----------------------------------------------------------------------
+
+    def resume_value(self, entry: RunEntry, call: ToolCall, data: Any) -> Any:
+        """`data` as the suspended tool's result, validated against its return type."""
+        return_type = self._return_type(entry.agent_id, call.tool_name or "")
+        try:
+            return TypeAdapter(return_type).validate_python(data)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
+            )
+            raise InvalidResumeData(
+                f"resume data does not fit {call.tool_name}'s result: {problems}"
+            ) from None
+
+    async def continue_run(self, entry: RunEntry) -> RunEntry:
+        """Continue a claimed, fully decided run to its next resting state, and record it."""
+        heartbeat = asyncio.create_task(self._keep_claim(entry.run_id))
+        try:
+            after = await self._continue(entry)
+        except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
+            log.warning(
+                "continuing a run failed", extra={"runId": entry.run_id, "reason": repr(exc)}
+            )
+            after = self._finished(entry, Outcome(error=_describe(exc)), RunStatus.FAILED)
+        finally:
+            heartbeat.cancel()
+        if not await self.storage.runs.settle(after, self.instance_id):
+            log.error("lost the claim of a run while continuing it", extra={"runId": entry.run_id})
+        if after.status is RunStatus.COMPLETED:
+            await self.storage.python_snapshots.delete(entry.run_id)  # as Mastra does
+        elif after.status is RunStatus.FAILED:
+            await self.storage.python_snapshots.mark_failed(entry.run_id)
+        return after
+
+    def continue_in_background(self, entry: RunEntry) -> None:
+        self._spawn(self.continue_run(entry))
+
+    async def drain(self, within: float) -> None:
+        """Let background continuations finish (at shutdown), up to `within` seconds."""
+        if self._background:
+            await asyncio.wait(self._background, timeout=within)
+
+    async def _continue(self, entry: RunEntry) -> RunEntry:
+        stored = await self.storage.python_snapshots.messages(entry.run_id)
+        if stored is None:
+            raise RuntimeError("the run's snapshot is gone")
+        results = DeferredToolResults()
+        for call in entry.tool_calls:
+            decision, call_id = call.decision, call.tool_call_id or ""
+            if decision is None:
+                raise RuntimeError(f"tool call {call_id} has no decision")
+            if decision.action is Action.APPROVE:
+                results.approvals[call_id] = True
+            elif decision.action is Action.DECLINE:
+                results.approvals[call_id] = ToolDenied(decision.reason or "Declined.")
+            else:
+                results.calls[call_id] = self.resume_value(entry, call, decision.resume_data)
+        result = await self.agents[entry.agent_id].run(
+            message_history=ModelMessagesTypeAdapter.validate_python(stored),
+            deferred_tool_results=results,
+        )
+        return await self._rest(entry, result)
+
+    async def _rest(self, entry: RunEntry, result: AgentRunResult[Any]) -> RunEntry:
+        """The entry where a run came to rest; a suspended run's snapshot is written here."""
+        output = result.output
+        if not isinstance(output, DeferredToolRequests):
+            return self._finished(entry, Outcome(output=_plain(output)), RunStatus.COMPLETED)
+        now = self.clock()
+        resting = replace(
+            entry,
+            status=RunStatus.SUSPENDED,
+            suspended_at=now,
+            tool_calls=_pending_calls(output, result),
+            claim=None,
+            outcome=None,
+        )
+        messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
+        snapshot_id = await self.storage.python_snapshots.put(resting, messages)
+        return replace(resting, snapshot_id=snapshot_id)
+
+    def _finished(self, entry: RunEntry, outcome: Outcome, status: RunStatus) -> RunEntry:
+        return replace(entry, status=status, outcome=outcome, claim=None, ended_at=self.clock())
+
+    async def _keep_claim(self, run_id: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease.total_seconds() / 3)
+            with contextlib.suppress(Exception):  # a missed renewal is retried next beat
+                await self.storage.runs.renew_claim(
+                    run_id, self.instance_id, self.clock() + self.lease
+                )
+
+    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _return_type(self, agent_id: str, tool_name: str) -> Any:
+        for toolset in self.agents[agent_id].toolsets:
+            tool = getattr(toolset, "tools", {}).get(tool_name)
+            function = getattr(tool, "function", None)
+            if function is not None:
+                return typing.get_type_hints(function).get("return", Any)
+        return Any
+
+
+def _pending_calls(
+    requests: DeferredToolRequests, result: AgentRunResult[Any]
+) -> tuple[ToolCall, ...]:
+    """The step's deferred calls, in the order the model made them."""
+    approvals = {part.tool_call_id for part in requests.approvals}
+    deferred = {part.tool_call_id: part for part in [*requests.approvals, *requests.calls]}
+    order = [
+        part.tool_call_id
+        for message in result.all_messages()
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart) and part.tool_call_id in deferred
+    ]
+    ordered = list(dict.fromkeys(order)) + [i for i in deferred if i not in order]
+    return tuple(
+        ToolCall(
+            tool_call_id=call_id,
+            tool_name=deferred[call_id].tool_name,
+            requires_approval=call_id in approvals,
+            args=deferred[call_id].args_as_dict() if call_id in approvals else None,
+            suspend_payload=None if call_id in approvals else requests.metadata.get(call_id),
+        )
+        for call_id in ordered
+    )
+
+
+def _plain(value: Any) -> Any:
+    """An agent's output as JSON data."""
+    return TypeAdapter(Any).dump_python(value, mode="json")
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
