@@ -1,7 +1,21 @@
-"""Query and mutation resolvers: GraphQL arguments -> storage (and, later, runtime) calls."""
+"""Query and mutation resolvers: GraphQL arguments -> storage and runtime calls."""
 
+from resolvers.agents import AgentSummary, agents, decision_log, start_run
 from resolvers.context import Context
+from resolvers.decisions import DecisionRequest, decide
 from resolvers.errors import PUBLIC_CODES, BadUserInput
+from resolvers.outcomes import (
+    AlreadyDecided,
+    DecisionOutcome,
+    ExecutorUnavailable,
+    InvalidResumeData,
+    RunDecided,
+    RunNotFound,
+    RunNotSuspended,
+    RunStarted,
+    ToolCallNotFound,
+    WrongSuspensionKind,
+)
 from resolvers.runs import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -16,11 +30,27 @@ __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
     "PUBLIC_CODES",
+    "AgentSummary",
+    "AlreadyDecided",
     "BadUserInput",
     "Context",
+    "DecisionOutcome",
+    "DecisionRequest",
+    "ExecutorUnavailable",
+    "InvalidResumeData",
     "Paging",
+    "RunDecided",
+    "RunNotFound",
+    "RunNotSuspended",
+    "RunStarted",
     "RunsPage",
+    "ToolCallNotFound",
+    "WrongSuspensionKind",
     "agent_run",
+    "agents",
+    "decide",
+    "decision_log",
     "paging_from_arguments",
+    "start_run",
     "suspended_runs",
 ]

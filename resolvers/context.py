@@ -1,12 +1,16 @@
-"""What every resolver gets from the server: the storage handle, per request."""
+"""What every resolver gets from the server, per request."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runtime import PythonRuntime
 from storage import Storage
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
     storage: Storage
+    runtime: PythonRuntime
+    actor: str
+    """Who is asking, as the audit log records it (a header; `anonymous` without one)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 import strawberry
 from strawberry.scalars import JSON
@@ -10,11 +10,38 @@ from strawberry.scalars import JSON
 import storage
 
 RunStatus = strawberry.enum(
-    storage.RunStatus, description="Where a run stands. A run in the suspended list is SUSPENDED."
+    storage.RunStatus,
+    description=(
+        "Where a run stands: SUSPENDED (waiting for decisions), RUNNING (being continued), "
+        "COMPLETED, FAILED, ENDED (left the suspended state elsewhere), STALLED (RUNNING, "
+        "but the process continuing it stopped renewing its lease; not re-run by itself)."
+    ),
 )
 Runtime = strawberry.enum(
     storage.Runtime, description="What continues a run: a Python agent here, or a Mastra server."
 )
+DecisionAction = strawberry.enum(
+    storage.Action, name="DecisionAction", description="What was decided on a tool call."
+)
+
+
+@strawberry.type(description="A decision recorded on a tool call.")
+class ToolCallDecision:
+    action: storage.Action
+    decided_by: str
+    decided_at: datetime
+    reason: str | None
+    resume_data: JSON | None
+
+    @classmethod
+    def from_decision(cls, decision: storage.Decision) -> ToolCallDecision:
+        return cls(
+            action=decision.action,
+            decided_by=decision.by,
+            decided_at=decision.at,
+            reason=decision.reason,
+            resume_data=decision.resume_data,
+        )
 
 
 # Plain attributes, no per-field resolvers: a page is built once, then read as data.
@@ -27,6 +54,9 @@ class AgentRunToolCall:
     suspend_payload: JSON | None = strawberry.field(
         description="What the tool passed to suspend() (suspensions)."
     )
+    decision: ToolCallDecision | None = strawberry.field(
+        description="Null while the call is pending."
+    )
 
     @classmethod
     def from_entry(cls, call: storage.ToolCall) -> AgentRunToolCall:
@@ -36,6 +66,7 @@ class AgentRunToolCall:
             args=call.args,
             requires_approval=call.requires_approval,
             suspend_payload=call.suspend_payload,
+            decision=ToolCallDecision.from_decision(call.decision) if call.decision else None,
         )
 
 
@@ -50,17 +81,22 @@ class AgentRun:
     created_at: datetime
     suspended_at: datetime | None
     tool_calls: list[AgentRunToolCall]
+    output: JSON | None = strawberry.field(description="What a COMPLETED run returned.")
+    error: str | None = strawberry.field(description="Why a FAILED run failed.")
 
     @classmethod
     def from_entry(cls, entry: storage.RunEntry) -> AgentRun:
+        outcome = entry.outcome
         return cls(
             run_id=strawberry.ID(entry.run_id),
             agent_id=strawberry.ID(entry.agent_id),
             runtime=entry.runtime,
-            status=entry.status,
+            status=entry.status_at(datetime.now(UTC)),
             thread_id=entry.thread_id,
             resource_id=entry.resource_id,
             created_at=entry.created_at,
             suspended_at=entry.suspended_at,
             tool_calls=[AgentRunToolCall.from_entry(call) for call in entry.tool_calls],
+            output=outcome.output if outcome else None,
+            error=outcome.error if outcome else None,
         )

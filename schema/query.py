@@ -9,6 +9,7 @@ from strawberry.types import Info
 from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField, Selection
 
 import resolvers
+from schema.agent import Agent, DecisionRecord
 from schema.agent_run import AgentRun
 from schema.filters import SuspendedRunsFilter
 from schema.page import SuspendedRunsPage
@@ -51,6 +52,17 @@ class Query:
     async def agent_run(self, info: ContextInfo, run_id: strawberry.ID) -> AgentRun | None:
         entry = await resolvers.agent_run(info.context.storage.runs, run_id)
         return AgentRun.from_entry(entry) if entry else None
+
+    @strawberry.field(
+        description="Registered Python agents and every agent seen in Mastra's snapshots."
+    )
+    async def agents(self, info: ContextInfo) -> list[Agent]:
+        return [Agent.from_summary(s) for s in await resolvers.agents(info.context)]
+
+    @strawberry.field(description="Every decision asked about a run, oldest first.")
+    async def decision_log(self, info: ContextInfo, run_id: strawberry.ID) -> list[DecisionRecord]:
+        records = await resolvers.decision_log(info.context, run_id)
+        return [DecisionRecord.from_record(r) for r in records]
 
 
 def _selects(fields: list[Selection], name: str) -> bool:

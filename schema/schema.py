@@ -17,6 +17,7 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
+from schema.mutation import Mutation
 from schema.query import Query
 from schema.scalars import SCALAR_MAP
 
@@ -48,6 +49,7 @@ def build_schema(limits: Limits | None = None) -> Schema:
     ]
     return Schema(
         query=Query,
+        mutation=Mutation,
         extensions=extensions,
         config=StrawberryConfig(scalar_map=SCALAR_MAP),
     )

@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +22,7 @@ from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 
 from resolvers import Context
+from runtime import PythonRuntime, load_agents
 from schema import build_schema, classify
 from server.logs import RequestLog
 from server.settings import Settings
@@ -29,9 +33,22 @@ log = logging.getLogger(__name__)
 _READY_PING_TIMEOUT = 2.0
 
 
+_MAX_ACTOR = 200
+_DRAIN_SECONDS = 30.0
+
+
 class GraphQLApp(GraphQL[Context, None]):
+    def __init__(self, *args: Any, actor_header: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.actor_header = actor_header
+
     async def get_context(self, request: Any, response: Any) -> Context:
-        return Context(storage=request.app.state.storage)
+        actor = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
+        return Context(
+            storage=request.app.state.storage,
+            runtime=request.app.state.runtime,
+            actor=actor or "anonymous",
+        )
 
     async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
         if result.errors:
@@ -43,6 +60,10 @@ def create_app(settings: Settings) -> Starlette:
     if settings.mongodb_uri is None:
         raise ValueError("create_app needs settings.mongodb_uri (the CLI starts an embedded one)")
     uri = settings.mongodb_uri
+    agents = load_agents(settings.agents)
+    instance_id = (
+        settings.instance_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -55,12 +76,17 @@ def create_app(settings: Settings) -> Starlette:
         )
         await storage.ensure_indexes()
         app.state.storage = storage
+        runtime = PythonRuntime(
+            agents, storage, instance_id=instance_id, lease=settings.claim_lease
+        )
+        app.state.runtime = runtime
         sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
         sync_task.add_done_callback(_report_sync_end)
         app.state.sync_task = sync_task
         try:
             yield
         finally:
+            await runtime.drain(_DRAIN_SECONDS)
             sync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sync_task
@@ -70,6 +96,7 @@ def create_app(settings: Settings) -> Starlette:
         build_schema(settings.limits),
         graphql_ide="graphiql" if settings.graphiql else None,
         allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
+        actor_header=settings.actor_header,
     )
     return Starlette(
         routes=[

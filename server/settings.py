@@ -32,6 +32,19 @@ class Settings(BaseSettings):
     query_cache_size: int = Field(256, ge=1)
     graphiql: bool = True
     log_level: str = "INFO"
+    agents: str = Field(
+        "runtime.demo:agents",
+        description="module:attribute of a mapping of agent ids to pydantic_ai.Agent.",
+    )
+    claim_lease_seconds: float = Field(
+        60.0, gt=0, description="A continued run's lease; renewed every third of it."
+    )
+    actor_header: str = Field("x-actor", description="Request header naming who decides.")
+    instance_id: str | None = Field(None, description="Names this process in claims.")
+
+    @property
+    def claim_lease(self) -> timedelta:
+        return timedelta(seconds=self.claim_lease_seconds)
 
     @property
     def retention(self) -> timedelta:

@@ -5,6 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -14,6 +19,7 @@ from asgi_lifespan import LifespanManager
 from bson import json_util
 
 from server import Settings, create_app
+from server.embedded_mongodb import free_port
 from storage import Document
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mastra"
@@ -41,9 +47,11 @@ def suspended_doc(run_id: str, agent_id: str = "approver", **overrides: Any) -> 
     return doc
 
 
-def make_gql(client: httpx.AsyncClient) -> Gql:
+def make_gql(client: httpx.AsyncClient, headers: dict[str, str] | None = None) -> Gql:
     async def run(query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
-        response = await client.post("/graphql", json={"query": query, "variables": variables})
+        response = await client.post(
+            "/graphql", json={"query": query, "variables": variables}, headers=headers
+        )
         assert response.status_code in (200, 400), response.text
         body: dict[str, Any] = response.json()
         return body
@@ -75,3 +83,53 @@ async def running_app(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
             await wait_ready(client)
             yield client
+
+
+class Server:
+    """`suspended-runs serve` as a process, on its own embedded MongoDB under `data_dir`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.log = data_dir.parent / "serve.log"
+        self.port = free_port()
+        self.env = {"DATA_DIR": str(data_dir), "PORT": str(self.port), "MONGODB_URI": ""}
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+        env.update({k: v for k, v in self.env.items() if v})
+        with self.log.open("a") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "server.cli", "serve"],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log.read_text()
+            try:
+                if httpx.get(f"{self.url}/readyz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("the server did not become ready")
+
+    def stop(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGINT)
+        code = self.process.wait(30)
+        self.process = None
+        return code
+
+    def query(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
+        response = httpx.post(
+            f"{self.url}/graphql", json={"query": query, "variables": variables}, timeout=30
+        )
+        response.raise_for_status()
+        body: dict[str, Any] = response.json()
+        return body

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,13 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from pymongo import MongoClient
 
-from server.embedded_mongodb import free_port
 from storage import SNAPSHOTS_COLLECTION
-from tests.helpers import load_snapshots
+from tests.helpers import Server, load_snapshots
 
 COMMAND = [sys.executable, "-m", "server.cli"]
 
@@ -68,51 +65,6 @@ def test_bad_settings_are_reported_without_a_traceback() -> None:
     result = run_cli("serve", env={"PORT": "not-a-port"})
     assert result.returncode == 2
     assert "PORT" in result.stderr and "Traceback" not in result.stderr
-
-
-class Server:
-    """`suspended-runs serve` as a process, on its own embedded MongoDB under `data_dir`."""
-
-    def __init__(self, data_dir: Path) -> None:
-        self.log = data_dir.parent / "serve.log"
-        self.port = free_port()
-        self.env = {"DATA_DIR": str(data_dir), "PORT": str(self.port), "MONGODB_URI": ""}
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
-        env.update({k: v for k, v in self.env.items() if v})
-        with self.log.open("a") as log:
-            self.process = subprocess.Popen(
-                [*COMMAND, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                if httpx.get(f"{self.url}/readyz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("the server did not become ready")
-
-    def stop(self) -> int:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGINT)
-        code = self.process.wait(30)
-        self.process = None
-        return code
-
-    def query(self, query: str) -> dict[str, Any]:
-        response = httpx.post(f"{self.url}/graphql", json={"query": query})
-        response.raise_for_status()
-        body: dict[str, Any] = response.json()
-        return body
 
 
 @pytest.fixture

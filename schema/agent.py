@@ -1,0 +1,55 @@
+"""`Agent` and `DecisionRecord`: who can be filtered by, and what was decided by whom."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+from strawberry.scalars import JSON
+
+import resolvers
+import storage
+
+
+@strawberry.type(description="An agent a dashboard can filter by.")
+class Agent:
+    id: strawberry.ID
+    runtime: storage.Runtime
+    suspended_runs: int = strawberry.field(description="Its runs in the SUSPENDED state.")
+
+    @classmethod
+    def from_summary(cls, summary: resolvers.AgentSummary) -> Agent:
+        return cls(
+            id=strawberry.ID(summary.agent_id),
+            runtime=summary.runtime,
+            suspended_runs=summary.suspended_runs,
+        )
+
+
+@strawberry.type(description="The audit record of one decision asked of this server.")
+class DecisionRecord:
+    run_id: strawberry.ID
+    tool_call_id: str | None
+    action: storage.Action
+    decided_by: str
+    decided_at: datetime
+    reason: str | None
+    resume_data: JSON | None
+    idempotency_key: str | None
+    outcome: str = strawberry.field(
+        description="The answer's type: RunDecided, AlreadyDecided, ..."
+    )
+
+    @classmethod
+    def from_record(cls, record: storage.AuditRecord) -> DecisionRecord:
+        return cls(
+            run_id=strawberry.ID(record.run_id),
+            tool_call_id=record.tool_call_id,
+            action=storage.Action(record.action),
+            decided_by=record.by,
+            decided_at=record.at,
+            reason=record.reason,
+            resume_data=record.resume_data,
+            idempotency_key=record.idempotency_key,
+            outcome=record.outcome,
+        )

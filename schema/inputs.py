@@ -1,0 +1,44 @@
+"""Inputs of the mutations."""
+
+from __future__ import annotations
+
+import strawberry
+from strawberry.scalars import JSON
+
+_TOOL_CALL = "The pending call to decide; may be left out when the run has exactly one."
+_KEY = "Repeating a request with the same key returns the first answer again."
+_WAIT = "false: answer at once with the run RUNNING; it goes on in the background."
+
+
+@strawberry.input
+class ApproveToolCallInput:
+    run_id: strawberry.ID
+    tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
+    idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
+    wait: bool = strawberry.field(default=True, description=_WAIT)
+
+
+@strawberry.input
+class DeclineToolCallInput:
+    run_id: strawberry.ID
+    tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
+    reason: str | None = strawberry.field(default=None, description="Told to the model.")
+    idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
+    wait: bool = strawberry.field(default=True, description=_WAIT)
+
+
+@strawberry.input
+class ResumeRunInput:
+    run_id: strawberry.ID
+    resume_data: JSON = strawberry.field(description="The suspended tool's result.")
+    tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
+    idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
+    wait: bool = strawberry.field(default=True, description=_WAIT)
+
+
+@strawberry.input
+class StartRunInput:
+    agent_id: strawberry.ID
+    prompt: str
+    thread_id: str | None = None
+    resource_id: str | None = None

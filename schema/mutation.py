@@ -1,0 +1,73 @@
+"""The `Mutation` root: start runs, and decide their pending tool calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import strawberry
+from strawberry.types import Info
+
+import resolvers
+from schema.inputs import (
+    ApproveToolCallInput,
+    DeclineToolCallInput,
+    ResumeRunInput,
+    StartRunInput,
+)
+from schema.results import ResumeRunResult, StartRunResult, ToolCallDecisionResult, from_outcome
+from storage import Action
+
+ContextInfo = Info[resolvers.Context, Any]
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Run a Python agent until it completes or suspends.")
+    async def start_run(self, info: ContextInfo, input: StartRunInput) -> StartRunResult:
+        outcome = await resolvers.start_run(
+            info.context, input.agent_id, input.prompt, input.thread_id, input.resource_id
+        )
+        return from_outcome(outcome)  # type: ignore[no-any-return]
+
+    @strawberry.mutation(description="Approve a tool call that waits for approval.")
+    async def approve_tool_call(
+        self,
+        info: ContextInfo,
+        input: ApproveToolCallInput,
+    ) -> ToolCallDecisionResult:
+        request = resolvers.DecisionRequest(
+            Action.APPROVE,
+            input.run_id,
+            input.tool_call_id,
+            idempotency_key=input.idempotency_key,
+            wait=input.wait,
+        )
+        return from_outcome(await resolvers.decide(info.context, request))  # type: ignore[no-any-return]
+
+    @strawberry.mutation(description="Decline a tool call that waits for approval.")
+    async def decline_tool_call(
+        self,
+        info: ContextInfo,
+        input: DeclineToolCallInput,
+    ) -> ToolCallDecisionResult:
+        request = resolvers.DecisionRequest(
+            Action.DECLINE,
+            input.run_id,
+            input.tool_call_id,
+            reason=input.reason,
+            idempotency_key=input.idempotency_key,
+            wait=input.wait,
+        )
+        return from_outcome(await resolvers.decide(info.context, request))  # type: ignore[no-any-return]
+
+    @strawberry.mutation(description="Give a suspended tool call (suspend()) its result.")
+    async def resume_run(self, info: ContextInfo, input: ResumeRunInput) -> ResumeRunResult:
+        request = resolvers.DecisionRequest(
+            Action.RESUME,
+            input.run_id,
+            input.tool_call_id,
+            resume_data=input.resume_data,
+            idempotency_key=input.idempotency_key,
+            wait=input.wait,
+        )
+        return from_outcome(await resolvers.decide(info.context, request))  # type: ignore[no-any-return]

@@ -1,0 +1,121 @@
+"""Result unions of the mutations: the run's next resting state, or why nothing was done.
+
+    ToolCallDecisionResult = RunDecided | RunNotFound | RunNotSuspended | ToolCallNotFound
+                           | WrongSuspensionKind | AlreadyDecided | ExecutorUnavailable
+    ResumeRunResult        = the same | InvalidResumeData
+    StartRunResult         = RunStarted | ExecutorUnavailable
+
+Every "nothing was done" member implements `Problem { message }`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import strawberry
+
+import resolvers
+import storage
+from schema.agent_run import AgentRun, ToolCallDecision
+
+
+@strawberry.interface(description="An expected reason why a mutation did nothing.")
+class Problem:
+    message: str
+
+
+@strawberry.type(description="The decision is recorded; `run` is the run's next resting state.")
+class RunDecided:
+    run: AgentRun
+    tool_call_id: str = strawberry.field(description="The call that was decided.")
+
+
+@strawberry.type(description="The run started; `run` is where it came to rest.")
+class RunStarted:
+    run: AgentRun
+
+
+@strawberry.type
+class RunNotFound(Problem):
+    run_id: strawberry.ID
+
+
+@strawberry.type
+class RunNotSuspended(Problem):
+    run_id: strawberry.ID
+    status: storage.RunStatus
+
+
+@strawberry.type
+class ToolCallNotFound(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+
+
+@strawberry.type(description="approve/decline on a suspend() call, or resume on an approval.")
+class WrongSuspensionKind(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+    requires_approval: bool
+
+
+@strawberry.type
+class AlreadyDecided(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+    decision: ToolCallDecision
+
+
+@strawberry.type(description="The resume data does not fit what the suspended tool returns.")
+class InvalidResumeData(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+
+
+@strawberry.type(description="No runtime here can continue this run, or start this agent.")
+class ExecutorUnavailable(Problem):
+    run_id: strawberry.ID | None
+    agent_id: strawberry.ID
+
+
+_COMMON = (
+    RunDecided
+    | RunNotFound
+    | RunNotSuspended
+    | ToolCallNotFound
+    | WrongSuspensionKind
+    | AlreadyDecided
+    | ExecutorUnavailable
+)
+ToolCallDecisionResult = Annotated[_COMMON, strawberry.union("ToolCallDecisionResult")]
+ResumeRunResult = Annotated[_COMMON | InvalidResumeData, strawberry.union("ResumeRunResult")]
+StartRunResult = Annotated[RunStarted | ExecutorUnavailable, strawberry.union("StartRunResult")]
+
+
+def from_outcome(outcome: Any) -> Any:
+    """The GraphQL member for a resolver outcome."""
+    match outcome:
+        case resolvers.RunDecided(run=run, tool_call_id=call_id):
+            return RunDecided(run=AgentRun.from_entry(run), tool_call_id=call_id)
+        case resolvers.RunStarted(run=run):
+            return RunStarted(run=AgentRun.from_entry(run))
+        case resolvers.AlreadyDecided(decision=decision):
+            return AlreadyDecided(
+                message=outcome.message,
+                run_id=strawberry.ID(outcome.run_id),
+                tool_call_id=outcome.tool_call_id,
+                decision=ToolCallDecision.from_decision(decision),
+            )
+    member = _PROBLEMS[type(outcome)]
+    values = {name: getattr(outcome, name) for name in outcome.__dataclass_fields__}
+    return member(**values)
+
+
+_PROBLEMS: dict[type[Any], type[Any]] = {
+    resolvers.RunNotFound: RunNotFound,
+    resolvers.RunNotSuspended: RunNotSuspended,
+    resolvers.ToolCallNotFound: ToolCallNotFound,
+    resolvers.WrongSuspensionKind: WrongSuspensionKind,
+    resolvers.InvalidResumeData: InvalidResumeData,
+    resolvers.ExecutorUnavailable: ExecutorUnavailable,
+}

@@ -1,0 +1,50 @@
+"""`agents` and `startRun` (resolvers/agents.py)."""
+
+from __future__ import annotations
+
+from tests.helpers import eventually, load_snapshots
+
+AGENTS = "{ agents { id runtime suspendedRuns } }"
+
+
+async def test_agents_lists_python_and_mastra_agents_with_their_suspended_runs(
+    gql, snapshots
+) -> None:
+    await snapshots.insert_many(load_snapshots())
+    await gql(
+        'mutation { startRun(input: {agentId: "file-cleaner", prompt: "delete /tmp/x"}) '
+        "{ __typename } }"
+    )
+
+    async def settled() -> bool:
+        body = await gql(AGENTS)
+        return len(body["data"]["agents"]) == 6
+
+    await eventually(settled, within=2)
+    agents = {
+        a["id"]: (a["runtime"], a["suspendedRuns"]) for a in (await gql(AGENTS))["data"]["agents"]
+    }
+    assert agents == {
+        "approver": ("MASTRA", 3),
+        "asker": ("MASTRA", 2),
+        "mixed": ("MASTRA", 1),
+        "file-cleaner": ("PYTHON", 1),
+        "city-asker": ("PYTHON", 0),
+        "trip-planner": ("PYTHON", 0),
+    }
+
+
+async def test_a_run_started_with_thread_and_resource_is_filterable_by_them(gql) -> None:
+    body = await gql(
+        'mutation { startRun(input: {agentId: "city-asker", prompt: "Where?", '
+        'threadId: "th-9", resourceId: "user-9"}) { ... on RunStarted { run { runId } } } }'
+    )
+    run_id = body["data"]["startRun"]["run"]["runId"]
+    page = await gql(
+        '{ suspendedRuns(filter: {threadId: "th-9", resourceId: "user-9"}) '
+        "{ total runs { runId threadId resourceId } } }"
+    )
+    assert page["data"]["suspendedRuns"] == {
+        "total": 1,
+        "runs": [{"runId": run_id, "threadId": "th-9", "resourceId": "user-9"}],
+    }

@@ -1,0 +1,291 @@
+"""approveToolCall / declineToolCall / resumeRun over HTTP (resolvers/decisions.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from runtime.demo import EXECUTIONS
+from storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
+from tests.helpers import Gql, eventually, load_snapshots, make_gql
+
+RUN = """
+  runId agentId runtime status output error
+  toolCalls { toolCallId toolName args requiresApproval suspendPayload
+              decision { action decidedBy reason resumeData } }
+"""
+RESULT = f"""
+  __typename
+  ... on RunDecided {{ toolCallId run {{ {RUN} }} }}
+  ... on Problem {{ message }}
+  ... on RunNotSuspended {{ status }}
+  ... on WrongSuspensionKind {{ requiresApproval }}
+  ... on AlreadyDecided {{ decision {{ action }} }}
+  ... on ExecutorUnavailable {{ agentId }}
+"""
+START = f"""mutation($input: StartRunInput!) {{ startRun(input: $input) {{
+  __typename ... on RunStarted {{ run {{ {RUN} }} }} ... on Problem {{ message }} }} }}"""
+APPROVE = (
+    f"mutation($input: ApproveToolCallInput!) {{ approveToolCall(input: $input) {{ {RESULT} }} }}"
+)
+DECLINE = (
+    f"mutation($input: DeclineToolCallInput!) {{ declineToolCall(input: $input) {{ {RESULT} }} }}"
+)
+RESUME = f"mutation($input: ResumeRunInput!) {{ resumeRun(input: $input) {{ {RESULT} }} }}"
+
+
+async def start(
+    gql: Gql, agent: str, prompt: str = "go /tmp/a.txt", **extra: Any
+) -> dict[str, Any]:
+    body = await gql(START, {"input": {"agentId": agent, "prompt": prompt, **extra}})
+    assert "errors" not in body, body
+    result = body["data"]["startRun"]
+    assert result["__typename"] == "RunStarted", result
+    run: dict[str, Any] = result["run"]
+    return run
+
+
+async def act(gql: Gql, mutation: str, **input_: Any) -> dict[str, Any]:
+    body = await gql(mutation, {"input": input_})
+    assert "errors" not in body, body
+    result: dict[str, Any] = next(iter(body["data"].values()))
+    return result
+
+
+async def run_of(gql: Gql, run_id: str) -> dict[str, Any]:
+    body = await gql(f"query($id: ID!) {{ agentRun(runId: $id) {{ {RUN} }} }}", {"id": run_id})
+    run: dict[str, Any] = body["data"]["agentRun"]
+    return run
+
+
+async def listed(gql: Gql, run_id: str) -> bool:
+    body = await gql("{ suspendedRuns(perPage: 500) { runs { runId } } }")
+    return run_id in {r["runId"] for r in body["data"]["suspendedRuns"]["runs"]}
+
+
+# -- the demo agents' whole cycle -------------------------------------------------------
+
+
+async def test_approval_cycle_start_list_approve_complete(gql, db) -> None:
+    before = len(EXECUTIONS)
+    run = await start(gql, "file-cleaner", "please delete /tmp/a.txt", threadId="t-1")
+    assert run["status"] == "SUSPENDED" and run["runtime"] == "PYTHON"
+    [call] = run["toolCalls"]
+    assert (call["toolName"], call["requiresApproval"], call["args"]) == (
+        "delete_file",
+        True,
+        {"path": "/tmp/a.txt"},
+    )
+    assert await listed(gql, run["runId"])  # at once, without waiting for the sync
+    assert await db[SNAPSHOTS_COLLECTION].count_documents({"run_id": run["runId"]}) == 1
+    result = await act(gql, APPROVE, runId=run["runId"], toolCallId=call["toolCallId"])
+    assert result["__typename"] == "RunDecided"
+    assert result["run"]["status"] == "COMPLETED"
+    assert result["run"]["output"] == "delete_file: deleted /tmp/a.txt"
+    assert EXECUTIONS[before:] == [("delete_file", {"path": "/tmp/a.txt"})]
+    assert not await listed(gql, run["runId"])
+    assert (await run_of(gql, run["runId"]))["status"] == "COMPLETED"  # kept for retention
+    assert await db[SNAPSHOTS_COLLECTION].count_documents({"run_id": run["runId"]}) == 0
+
+
+async def test_decline_reason_reaches_the_model_and_the_tool_does_not_run(gql) -> None:
+    before = len(EXECUTIONS)
+    run = await start(gql, "file-cleaner")
+    result = await act(gql, DECLINE, runId=run["runId"], reason="keep that file, it is mine")
+    assert result["run"]["status"] == "COMPLETED"
+    assert "keep that file, it is mine" in result["run"]["output"]
+    decision = result["run"]["toolCalls"][0]["decision"]
+    assert (decision["action"], decision["reason"]) == ("DECLINE", "keep that file, it is mine")
+    assert len(EXECUTIONS) == before
+
+
+async def test_suspend_cycle_resume_data_becomes_the_tool_result(gql) -> None:
+    run = await start(gql, "city-asker", "Where to?")
+    [call] = run["toolCalls"]
+    assert call["requiresApproval"] is False
+    assert call["suspendPayload"] == {"question": "Where to?"}
+    result = await act(gql, RESUME, runId=run["runId"], resumeData={"name": "Lisbon"})
+    assert result["__typename"] == "RunDecided"
+    assert result["run"]["status"] == "COMPLETED"
+    assert "Lisbon" in result["run"]["output"]
+
+
+async def test_resume_data_that_fails_validation_changes_nothing(gql) -> None:
+    run = await start(gql, "city-asker")
+    bad = await act(gql, RESUME, runId=run["runId"], resumeData={"nom": 42})
+    assert bad["__typename"] == "InvalidResumeData"
+    assert "name" in bad["message"]
+    again = await run_of(gql, run["runId"])
+    assert again["status"] == "SUSPENDED" and again["toolCalls"][0]["decision"] is None
+    good = await act(gql, RESUME, runId=run["runId"], resumeData={"name": "Oslo"})
+    assert good["run"]["status"] == "COMPLETED"
+
+
+async def test_two_calls_in_one_step_are_decided_one_by_one(gql) -> None:
+    run = await start(gql, "trip-planner", "plan /tmp/old-plans")
+    approval, question = run["toolCalls"]
+    assert (approval["toolName"], question["toolName"]) == ("delete_file", "ask_city")
+    unnamed = await gql(APPROVE, {"input": {"runId": run["runId"]}})
+    assert unnamed["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    first = await act(gql, APPROVE, runId=run["runId"], toolCallId=approval["toolCallId"])
+    assert first["__typename"] == "RunDecided"
+    assert first["run"]["status"] == "SUSPENDED"  # one call still pending
+    assert await listed(gql, run["runId"])
+    # The one call left may be named or not.
+    second = await act(gql, RESUME, runId=run["runId"], resumeData={"name": "Rome"})
+    assert second["toolCallId"] == question["toolCallId"]
+    assert second["run"]["status"] == "COMPLETED"
+    assert "deleted /tmp/old-plans" in second["run"]["output"]
+    assert "Rome" in second["run"]["output"]
+
+
+async def test_wait_false_answers_running_and_the_run_goes_on(gql) -> None:
+    run = await start(gql, "file-cleaner")
+    result = await act(gql, APPROVE, runId=run["runId"], wait=False)
+    assert result["run"]["status"] == "RUNNING"
+
+    async def completed() -> bool:
+        return bool((await run_of(gql, run["runId"]))["status"] == "COMPLETED")
+
+    await eventually(completed, within=5)
+
+
+# -- every union member -------------------------------------------------------------------
+
+
+async def test_unknown_run_is_run_not_found(gql) -> None:
+    result = await act(gql, APPROVE, runId="no-such-run")
+    assert (result["__typename"], result["message"]) == ("RunNotFound", "no run no-such-run")
+
+
+async def test_finished_run_is_not_suspended_and_says_its_status(gql) -> None:
+    run = await start(gql, "file-cleaner")
+    await act(gql, APPROVE, runId=run["runId"])
+    result = await act(gql, APPROVE, runId=run["runId"])
+    assert (result["__typename"], result["status"]) == ("RunNotSuspended", "COMPLETED")
+
+
+async def test_unknown_tool_call_is_tool_call_not_found(gql) -> None:
+    run = await start(gql, "file-cleaner")
+    result = await act(gql, APPROVE, runId=run["runId"], toolCallId="nope")
+    assert result["__typename"] == "ToolCallNotFound"
+
+
+@pytest.mark.parametrize(
+    ("agent", "mutation", "extra"),
+    [
+        ("city-asker", APPROVE, {}),
+        ("city-asker", DECLINE, {}),
+        ("file-cleaner", RESUME, {"resumeData": {}}),
+    ],
+)
+async def test_deciding_the_wrong_kind_is_wrong_suspension_kind(
+    gql, agent, mutation, extra
+) -> None:
+    run = await start(gql, agent)
+    result = await act(gql, mutation, runId=run["runId"], **extra)
+    assert result["__typename"] == "WrongSuspensionKind"
+    assert result["requiresApproval"] is (agent == "file-cleaner")
+
+
+async def test_a_decided_call_is_already_decided(gql) -> None:
+    run = await start(gql, "trip-planner")
+    approval = run["toolCalls"][0]["toolCallId"]
+    await act(gql, DECLINE, runId=run["runId"], toolCallId=approval, reason="no")
+    result = await act(gql, APPROVE, runId=run["runId"], toolCallId=approval)
+    assert (result["__typename"], result["decision"]["action"]) == ("AlreadyDecided", "DECLINE")
+
+
+async def test_mastra_runs_and_unknown_agents_are_executor_unavailable(gql, snapshots) -> None:
+    await snapshots.insert_many(load_snapshots())
+    mastra_run = "cc81ae27-d252-416e-8c0c-1d806da4331d"
+    await eventually(lambda: listed(gql, mastra_run), within=2)
+    result = await act(gql, APPROVE, runId=mastra_run)
+    assert (result["__typename"], result["agentId"]) == ("ExecutorUnavailable", "approver")
+    body = await gql(START, {"input": {"agentId": "nobody", "prompt": "hi"}})
+    assert body["data"]["startRun"]["__typename"] == "ExecutorUnavailable"
+
+
+async def test_a_run_whose_lease_ran_out_is_stalled_and_not_rerun(gql, db) -> None:
+    run = await start(gql, "file-cleaner")
+    # What a process that died while continuing the run leaves behind.
+    await db[RUNS_COLLECTION].update_one(
+        {"runId": run["runId"]},
+        {
+            "$set": {
+                "status": "RUNNING",
+                "claim": {"by": "dead", "at": _past(), "expiresAt": _past()},
+            }
+        },
+    )
+    assert (await run_of(gql, run["runId"]))["status"] == "STALLED"
+    result = await act(gql, APPROVE, runId=run["runId"])
+    assert (result["__typename"], result["status"]) == ("RunNotSuspended", "STALLED")
+
+
+def _past() -> Any:
+    from datetime import UTC, datetime
+
+    return datetime(2020, 1, 1, tzinfo=UTC)
+
+
+# -- exactly once, idempotency, audit -------------------------------------------------------
+
+
+async def test_fifty_concurrent_approvals_continue_the_run_exactly_once(gql) -> None:
+    run = await start(gql, "file-cleaner", "delete /tmp/race.txt")
+    before = [e for e in EXECUTIONS if e == ("delete_file", {"path": "/tmp/race.txt"})]
+    results = await asyncio.gather(*(act(gql, APPROVE, runId=run["runId"]) for _ in range(50)))
+    kinds = [r["__typename"] for r in results]
+    assert kinds.count("RunDecided") == 1
+    assert set(kinds) <= {"RunDecided", "AlreadyDecided", "RunNotSuspended"}
+    after = [e for e in EXECUTIONS if e == ("delete_file", {"path": "/tmp/race.txt"})]
+    assert len(after) - len(before) == 1
+    assert (await run_of(gql, run["runId"]))["status"] == "COMPLETED"
+
+
+async def test_the_same_idempotency_key_repeats_the_first_answer(gql) -> None:
+    run = await start(gql, "file-cleaner", "delete /tmp/idem.txt")
+    count = len(EXECUTIONS)
+    first, second = await asyncio.gather(
+        act(gql, APPROVE, runId=run["runId"], idempotencyKey="k-1"),
+        act(gql, APPROVE, runId=run["runId"], idempotencyKey="k-1"),
+    )
+    assert first == second
+    assert first["run"]["status"] == "COMPLETED"
+    assert len(EXECUTIONS) == count + 1
+    third = await act(gql, APPROVE, runId=run["runId"], idempotencyKey="k-1")
+    assert third == first
+    other = await gql(DECLINE, {"input": {"runId": run["runId"], "idempotencyKey": "k-1"}})
+    assert other["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_every_decision_is_audited_with_who_when_what_why_and_key(client) -> None:
+    gql = make_gql(client, headers={"x-actor": "alice@example.com"})
+    run = await start(gql, "trip-planner")
+    approval, question = (c["toolCallId"] for c in run["toolCalls"])
+    await act(
+        gql, DECLINE, runId=run["runId"], toolCallId=approval, reason="no", idempotencyKey="a-1"
+    )
+    await act(gql, DECLINE, runId=run["runId"], toolCallId=approval, reason="again")
+    await act(gql, RESUME, runId=run["runId"], resumeData={"name": "Rome"})
+    body = await gql(
+        "query($id: ID!) { decisionLog(runId: $id) { toolCallId action decidedBy decidedAt "
+        "reason resumeData idempotencyKey outcome } }",
+        {"id": run["runId"]},
+    )
+    log = body["data"]["decisionLog"]
+    assert [(r["action"], r["outcome"], r["toolCallId"]) for r in log] == [
+        ("DECLINE", "RunDecided", approval),
+        ("DECLINE", "AlreadyDecided", approval),
+        ("RESUME", "RunDecided", question),
+    ]
+    assert {r["decidedBy"] for r in log} == {"alice@example.com"}
+    assert (log[0]["reason"], log[0]["idempotencyKey"]) == ("no", "a-1")
+    assert log[2]["resumeData"] == {"name": "Rome"}
+    anonymous = await act(make_gql(client), APPROVE, runId="nope")
+    assert anonymous["__typename"] == "RunNotFound"
+    body = await make_gql(client)('{ decisionLog(runId: "nope") { decidedBy } }')
+    assert body["data"]["decisionLog"] == [{"decidedBy": "anonymous"}]
