@@ -119,6 +119,45 @@ def mastra_scan(uri: str, db_name: str, limit_s: float) -> Callable[[int], objec
     return scan
 
 
+START = """mutation($prompt: String!) {
+  startRun(input: {agentId: "file-cleaner", prompt: $prompt}) {
+    ... on RunStarted { run { runId status } } } }"""
+APPROVE = """mutation($run: ID!) { approveToolCall(input: {runId: $run}) {
+  __typename ... on RunDecided { run { status output } } } }"""
+
+
+def write_path(client: httpx.Client, runs: int, approvals: int) -> dict[str, Any]:
+    """Start `runs` runs of the demo approval agent (each suspends), then approve some."""
+    run_ids: list[str] = []
+
+    def start(i: int) -> object:
+        body = client.post(
+            "/graphql", json={"query": START, "variables": {"prompt": f"delete /tmp/{i}"}}
+        ).json()
+        run = body["data"]["startRun"]["run"]
+        assert run["status"] == "SUSPENDED", body
+        run_ids.append(run["runId"])
+        return run
+
+    started = time.perf_counter()
+    starts = timed(start, runs)
+    total_s = time.perf_counter() - started
+
+    def approve(i: int) -> object:
+        body = client.post(
+            "/graphql", json={"query": APPROVE, "variables": {"run": run_ids[i]}}
+        ).json()
+        assert body["data"]["approveToolCall"]["run"]["status"] == "COMPLETED", body
+        return body
+
+    return {
+        "runs": runs,
+        "total_s": total_s,
+        "starts": starts,
+        "approves": timed(approve, approvals),
+    }
+
+
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
 
@@ -131,6 +170,8 @@ def main() -> int:
     parser.add_argument(
         "--scan-limit", type=float, default=300, help="seconds before a scan is given up"
     )
+    parser.add_argument("--starts", type=int, default=1000, help="runs started (write path)")
+    parser.add_argument("--approvals", type=int, default=200, help="runs approved (write path)")
     args = parser.parse_args()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
@@ -167,6 +208,13 @@ def main() -> int:
                 }
             )
             print(f"N={n} done", file=sys.stderr)
+        process, url, _ = serve(mongo.uri, "bench_write", Path(folder) / "serve.log")
+        try:
+            with httpx.Client(base_url=url, timeout=60) as client:
+                write = write_path(client, args.starts, args.approvals)
+        finally:
+            process.terminate()
+            process.wait()
     print(
         "| N runs | page of 20, no total: median / p95 | with total: median / p95 "
         "| Mastra's way (scan): median | speed-up (median) | first start / restart to ready |"
@@ -185,6 +233,19 @@ def main() -> int:
             f"| {statistics.median(total):.1f} / {p95(total):.1f} ms "
             f"| {scan_cell} | {ratio} | {row['ready']:.1f} s / {row['restart']:.1f} s |"
         )
+    starts, approves = write["starts"], write["approves"]
+    print()
+    print("| write path (demo agent file-cleaner, over HTTP) | median | p95 | total |")
+    print("|---|---:|---:|---:|")
+    print(
+        f"| startRun until suspended, {write['runs']:,} runs one after another "
+        f"| {statistics.median(starts):.1f} ms | {p95(starts):.1f} ms "
+        f"| {write['total_s']:.1f} s |"
+    )
+    print(
+        f"| approveToolCall through completion ({len(approves)} runs) "
+        f"| {statistics.median(approves):.1f} ms | {p95(approves):.1f} ms | |"
+    )
     return 0
 
 
