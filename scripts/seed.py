@@ -32,7 +32,12 @@ def main() -> int:
         return 1
     with MongoClient[Document](uri) as client:
         collection = client[settings.mongodb_db][SNAPSHOTS_COLLECTION]
-        fixtures = [d for d in fixture_documents() if not collection.find_one({"_id": d["_id"]})]
+        # Seeding twice adds no second copy: a snapshot is unique by (workflow_name, run_id).
+        fixtures = [
+            d
+            for d in fixture_documents()
+            if not collection.find_one({"workflow_name": d["workflow_name"], "run_id": d["run_id"]})
+        ]
         if fixtures:
             collection.insert_many(fixtures)
         start = datetime.now(UTC) - timedelta(seconds=args.copies)
