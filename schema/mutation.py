@@ -27,7 +27,7 @@ class Mutation:
         outcome = await resolvers.start_run(
             info.context, input.agent_id, input.prompt, input.thread_id, input.resource_id
         )
-        return from_outcome(outcome)  # type: ignore[no-any-return]
+        return from_outcome(outcome)
 
     @strawberry.mutation(description="Approve a tool call that waits for approval.")
     async def approve_tool_call(
@@ -35,14 +35,7 @@ class Mutation:
         info: ContextInfo,
         input: ApproveToolCallInput,
     ) -> ToolCallDecisionResult:
-        request = resolvers.DecisionRequest(
-            Action.APPROVE,
-            input.run_id,
-            input.tool_call_id,
-            idempotency_key=input.idempotency_key,
-            wait=input.wait,
-        )
-        return from_outcome(await resolvers.decide(info.context, request))  # type: ignore[no-any-return]
+        return await _decide(info, Action.APPROVE, input)
 
     @strawberry.mutation(description="Decline a tool call that waits for approval.")
     async def decline_tool_call(
@@ -50,24 +43,25 @@ class Mutation:
         info: ContextInfo,
         input: DeclineToolCallInput,
     ) -> ToolCallDecisionResult:
-        request = resolvers.DecisionRequest(
-            Action.DECLINE,
-            input.run_id,
-            input.tool_call_id,
-            reason=input.reason,
-            idempotency_key=input.idempotency_key,
-            wait=input.wait,
-        )
-        return from_outcome(await resolvers.decide(info.context, request))  # type: ignore[no-any-return]
+        return await _decide(info, Action.DECLINE, input, reason=input.reason)
 
     @strawberry.mutation(description="Give a suspended tool call (suspend()) its result.")
     async def resume_run(self, info: ContextInfo, input: ResumeRunInput) -> ResumeRunResult:
-        request = resolvers.DecisionRequest(
-            Action.RESUME,
-            input.run_id,
-            input.tool_call_id,
-            resume_data=input.resume_data,
-            idempotency_key=input.idempotency_key,
-            wait=input.wait,
-        )
-        return from_outcome(await resolvers.decide(info.context, request))  # type: ignore[no-any-return]
+        return await _decide(info, Action.RESUME, input, resume_data=input.resume_data)
+
+
+async def _decide(
+    info: ContextInfo,
+    action: Action,
+    input: ApproveToolCallInput | DeclineToolCallInput | ResumeRunInput,
+    **details: Any,
+) -> Any:
+    request = resolvers.DecisionRequest(
+        action,
+        input.run_id,
+        input.tool_call_id,
+        idempotency_key=input.idempotency_key,
+        wait=input.wait,
+        **details,
+    )
+    return from_outcome(await resolvers.decide(info.context, request))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,7 +15,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 
 from server import EmbeddedMongoDB, Settings
 from storage import SNAPSHOTS_COLLECTION, Document
-from tests.helpers import Gql, make_gql, running_app
+from tests.helpers import Gql, Server, make_gql, running_app
 
 
 @pytest.fixture(scope="session")
@@ -65,3 +66,12 @@ def gql(client: httpx.AsyncClient) -> Gql:
 @pytest.fixture
 async def snapshots(db: AsyncDatabase[Document]) -> Any:
     return db[SNAPSHOTS_COLLECTION]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    """`suspended-runs serve` as a real process (not started yet), stopped after the test."""
+    server = Server(tmp_path / "data")
+    yield server
+    if server.process is not None:
+        server.stop()

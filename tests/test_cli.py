@@ -7,11 +7,9 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from pymongo import MongoClient
 
 from storage import SNAPSHOTS_COLLECTION
@@ -65,14 +63,6 @@ def test_bad_settings_are_reported_without_a_traceback() -> None:
     result = run_cli("serve", env={"PORT": "not-a-port"})
     assert result.returncode == 2
     assert "PORT" in result.stderr and "Traceback" not in result.stderr
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    server = Server(tmp_path / "data")
-    yield server
-    if server.process is not None:
-        server.stop()
 
 
 def test_serve_keeps_runs_across_a_real_restart(server: Server, tmp_path: Path) -> None:

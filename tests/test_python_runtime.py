@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,14 +34,6 @@ def test_demo_agents_load_by_path() -> None:
 def test_a_bad_agents_setting_says_what_is_wrong(spec: str) -> None:
     with pytest.raises(AgentsNotLoadable):
         load_agents(spec)
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    server = Server(tmp_path / "data")
-    yield server
-    if server.process is not None:
-        server.stop()
 
 
 def start(server: Server, agent: str, prompt: str) -> dict[str, Any]:
