@@ -23,7 +23,7 @@ from pymongo.errors import OperationFailure, PyMongoError
 from storage.entries import RunEntry
 from storage.run_index import RunIndex
 from storage.snapshots import MalformedSnapshot, extract_entry
-from storage.types import RUN_WORKFLOWS, Document, RunStatus
+from storage.types import MASTRA_RUN_WORKFLOWS, RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +161,21 @@ class SnapshotSync:
             await self._put_changed([entry])
         elif isinstance(doc.get("run_id"), str):
             await self.index.end_runs([doc["run_id"]], self.clock())
+
+    async def current_entry(self, run_id: str) -> RunEntry | None:
+        """A Mastra run as its snapshot says now: its suspended entry, or None if it is not."""
+        doc = await self.snapshots.find_one(
+            {"workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)}, "run_id": run_id}
+        )
+        return _extract_or_log(doc) if doc else None
+
+    async def refresh(self, run_id: str) -> None:
+        """Bring a run's entry in line with its snapshot (after a Mastra call that failed)."""
+        entry = await self.current_entry(run_id)
+        if entry is None:
+            await self.index.end_runs([run_id], self.clock())
+        else:
+            await self._put_changed([entry])
 
     # -- change stream ---------------------------------------------------------------
 
