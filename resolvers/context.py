@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtime import PythonRuntime
+from runtime import MastraRuntime, PythonRuntime
 from storage import Storage
 
 
@@ -12,5 +12,6 @@ from storage import Storage
 class Context:
     storage: Storage
     runtime: PythonRuntime
+    mastra: MastraRuntime
     actor: str
     """Who is asking, as the audit log records it (a header; `anonymous` without one)."""

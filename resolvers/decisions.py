@@ -31,6 +31,7 @@ from resolvers.outcomes import (
     kind,
 )
 from runtime import InvalidResumeData as ResumeDataRejected
+from runtime import MastraUnavailable
 from storage import Action, AuditRecord, Claim, Decision, RunEntry, RunStatus, Runtime, ToolCall
 
 _ATTEMPTS = 50
@@ -118,7 +119,8 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
             return RunNotSuspended(
                 entry.run_id, status, f"run {entry.run_id} is {status.value}, not SUSPENDED"
             )
-        if entry.runtime is not Runtime.PYTHON or not runtime.has_agent(entry.agent_id):
+        mastra = entry.runtime is Runtime.MASTRA
+        if not (context.mastra.serves if mastra else runtime.has_agent)(entry.agent_id):
             return ExecutorUnavailable(
                 entry.run_id,
                 entry.agent_id,
@@ -143,7 +145,7 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
                 call.decision,
                 f"tool call {call_id} was already decided: {call.decision.action.value}",
             )
-        if request.action is Action.RESUME:
+        if request.action is Action.RESUME and not mastra:  # Mastra checks its own schemas
             try:
                 runtime.resume_value(entry, call, request.resume_data)
             except ResumeDataRejected as exc:
@@ -156,11 +158,16 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
             resume_data=request.resume_data,
         )
         decided = entry.with_decision(call_id, decision)
-        last = not decided.pending_calls()
+        # Mastra takes each decision at once (it asks parallel approvals one at a time);
+        # a Python run is continued when its last pending call is decided.
+        last = mastra or not decided.pending_calls()
         claim = Claim(runtime.instance_id, now, now + runtime.lease) if last else None
         if not await runs.apply_decision(entry, decided, claim):
             continue  # another decision on this run got there first: look again
         decided = replace(decided, version=entry.version + 1)
+        if mastra:
+            assert claim is not None
+            return await _continue_mastra(context, request, entry, decided, claim, call_id)
         await context.storage.python_snapshots.record_decisions(decided)
         if claim is None:
             return RunDecided(decided, call_id)
@@ -171,6 +178,25 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
         # Shielded: a client that hangs up does not stop a continuation half-way.
         return RunDecided(await asyncio.shield(runtime.continue_run(claimed)), call_id)
     raise RuntimeError(f"could not record a decision on run {request.run_id}: too much contention")
+
+
+async def _continue_mastra(
+    context: Context,
+    request: DecisionRequest,
+    seen: RunEntry,
+    decided: RunEntry,
+    claim: Claim,
+    call_id: str,
+) -> DecisionOutcome:
+    claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
+    if not request.wait:
+        context.mastra.continue_in_background(claimed, seen, call_id)
+        return RunDecided(claimed, call_id)
+    try:
+        after = await asyncio.shield(context.mastra.continue_run(claimed, seen, call_id))
+    except MastraUnavailable as exc:
+        return ExecutorUnavailable(seen.run_id, seen.agent_id, str(exc))
+    return RunDecided(after, call_id)
 
 
 def _pick_call(entry: RunEntry, tool_call_id: str | None) -> ToolCall | None:

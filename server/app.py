@@ -22,7 +22,7 @@ from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 
 from resolvers import Context
-from runtime import PythonRuntime, load_agents
+from runtime import MastraClient, MastraRuntime, PythonRuntime, load_agents
 from schema import build_schema, classify
 from server.logs import RequestLog
 from server.settings import Settings
@@ -47,6 +47,7 @@ class GraphQLApp(GraphQL[Context, None]):
         return Context(
             storage=request.app.state.storage,
             runtime=request.app.state.runtime,
+            mastra=request.app.state.mastra,
             actor=actor or "anonymous",
         )
 
@@ -80,6 +81,10 @@ def create_app(settings: Settings) -> Starlette:
             agents, storage, instance_id=instance_id, lease=settings.claim_lease
         )
         app.state.runtime = runtime
+        mastra_client = MastraClient(settings.mastra_servers)
+        app.state.mastra = MastraRuntime(
+            mastra_client, storage, instance_id=instance_id, clock=runtime.clock
+        )
         sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
         sync_task.add_done_callback(_report_sync_end)
         app.state.sync_task = sync_task
@@ -87,6 +92,8 @@ def create_app(settings: Settings) -> Starlette:
             yield
         finally:
             await runtime.drain(_DRAIN_SECONDS)
+            await app.state.mastra.drain(_DRAIN_SECONDS)
+            await mastra_client.close()
             sync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await sync_task

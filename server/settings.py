@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from runtime import MastraServers
 from schema import Limits
 from storage import SyncMode
 
@@ -41,6 +42,23 @@ class Settings(BaseSettings):
     )
     actor_header: str = Field("x-actor", description="Request header naming who decides.")
     instance_id: str | None = Field(None, description="Names this process in claims.")
+    mastra_url: str | None = Field(None, description="Base URL of the Mastra server.")
+    mastra_agent_urls: dict[str, str] = Field(
+        default_factory=dict, description="JSON: agent id -> base URL, over MASTRA_URL."
+    )
+    mastra_headers: dict[str, str] = Field(
+        default_factory=dict, description="JSON: headers for Mastra (its auth)."
+    )
+    mastra_timeout_seconds: float = Field(60.0, gt=0)
+
+    @property
+    def mastra_servers(self) -> MastraServers:
+        return MastraServers(
+            default_url=self.mastra_url,
+            agent_urls=self.mastra_agent_urls,
+            headers=self.mastra_headers,
+            timeout_seconds=self.mastra_timeout_seconds,
+        )
 
     @property
     def claim_lease(self) -> timedelta:
