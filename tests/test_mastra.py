@@ -1,0 +1,252 @@
+"""Mastra runs end to end (runtime/mastra.py), against a real Mastra server.
+
+The peer (tests/mastra_peer/) and this server share one embedded MongoDB: the peer writes
+snapshots, this server lists them, and decisions made here go to the peer's routes.
+Run this suite alone with `scripts/test tests/test_mastra.py`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from server import Settings
+from tests.helpers import Gql, eventually, make_gql
+from tests.mastra_peer import MastraPeer, node_binary
+
+PEER_DB = "mastra_interop"
+RESULT = """__typename
+  ... on RunDecided { toolCallId run { status runtime output error toolCalls { toolCallId } } }
+  ... on Problem { message } ... on RunNotSuspended { status }"""
+APPROVE = f"""mutation($run: ID!, $call: String) {{
+  approveToolCall(input: {{runId: $run, toolCallId: $call}}) {{ {RESULT} }} }}"""
+DECLINE = f"""mutation($run: ID!, $reason: String) {{
+  declineToolCall(input: {{runId: $run, reason: $reason}}) {{ {RESULT} }} }}"""
+RESUME = f"""mutation($run: ID!, $data: JSON!) {{
+  resumeRun(input: {{runId: $run, resumeData: $data}}) {{ {RESULT} }} }}"""
+RUN = """query($id: ID!) { agentRun(runId: $id) { status runtime
+  toolCalls { toolCallId toolName args requiresApproval decision { action } } } }"""
+LIST = """query($agent: ID) { suspendedRuns(filter: {agentId: $agent}, perPage: 500) {
+  total runs { runId status threadId resourceId suspendedAt runtime
+  toolCalls { toolCallId toolName args requiresApproval suspendPayload } } } }"""
+
+
+def delete(path: str) -> dict[str, Any]:
+    return {"toolName": "deleteFile", "input": {"path": path}}
+
+
+@pytest.fixture(scope="session")
+def peer_node() -> Path:
+    node = node_binary()
+    if node is None:
+        if os.environ.get("SKIP_MASTRA_PEER"):
+            pytest.skip("SKIP_MASTRA_PEER is set")
+        pytest.fail("the Mastra peer is not installed: run scripts/install-mastra-peer")
+    return node
+
+
+@pytest.fixture(scope="session")
+def peer(
+    peer_node: Path, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MastraPeer]:
+    log = tmp_path_factory.mktemp("peer") / "peer.log"
+    peer = MastraPeer(peer_node, mongo_uri, PEER_DB, log)
+    peer.start()
+    yield peer
+    peer.stop()
+
+
+def settings_for(mongo_uri: str, peer: MastraPeer) -> Settings:
+    return Settings(
+        mongodb_uri=mongo_uri, mongodb_db=PEER_DB, mastra_url=peer.url, mastra_timeout_seconds=30
+    )
+
+
+@pytest.fixture
+async def gql(mongo_uri: str, peer: MastraPeer, start_app) -> Gql:
+    return make_gql(await start_app(settings_for(mongo_uri, peer)))
+
+
+async def decide(gql: Gql, mutation: str, **variables: Any) -> dict[str, Any]:
+    body = await gql(mutation, variables)
+    assert "errors" not in body, body
+    result: dict[str, Any] = next(iter(body["data"].values()))
+    return result
+
+
+async def run_of(gql: Gql, run_id: str) -> dict[str, Any]:
+    run: dict[str, Any] = (await gql(RUN, {"id": run_id}))["data"]["agentRun"]
+    return run
+
+
+async def shows(gql: Gql, run_id: str, status: str = "SUSPENDED") -> bool:
+    run = await run_of(gql, run_id)
+    return run is not None and bool(run["status"] == status)
+
+
+def as_mastra(run: dict[str, Any]) -> dict[str, Any]:
+    """Our run in the shape of Mastra's `AgentRun` (absent and null are the same)."""
+    calls = [{k: v for k, v in call.items() if v is not None} for call in run["toolCalls"]]
+    shaped = {
+        "runId": run["runId"],
+        "status": run["status"].lower(),
+        "threadId": run["threadId"],
+        "resourceId": run["resourceId"],
+        "suspendedAt": run["suspendedAt"],
+        "toolCalls": calls,
+    }
+    return {k: v for k, v in shaped.items() if v is not None}
+
+
+async def test_the_listing_equals_the_peers_own(gql, peer: MastraPeer) -> None:
+    tag = uuid.uuid4().hex[:8]
+    created = [
+        await peer.start_run("approver", [delete(f"/tmp/{tag}/a")], resource="user-1"),
+        await peer.start_run("approver", [delete(f"/tmp/{tag}/b"), delete(f"/tmp/{tag}/c")]),
+        await peer.start_run(
+            "asker", [{"toolName": "askCity", "input": {"question": "Which?"}}], resource="user-2"
+        ),
+    ]
+
+    async def all_shown() -> bool:
+        return all([await shows(gql, run_id) for run_id in created])
+
+    await eventually(all_shown, within=2)
+    for agent in ("approver", "asker"):
+        theirs = await peer.suspended_runs(agent)
+        ours = (await gql(LIST, {"agent": agent}))["data"]["suspendedRuns"]
+        assert ours["total"] == theirs["total"]
+        assert [as_mastra(r) for r in ours["runs"]] == theirs["runs"]
+        assert {r["runtime"] for r in ours["runs"]} <= {"MASTRA"}
+
+
+async def test_approve_runs_the_tool_once_and_completes(gql, peer: MastraPeer) -> None:
+    path = f"/tmp/{uuid.uuid4().hex}"
+    run_id = await peer.start_run("approver", [delete(path)])
+    await eventually(lambda: shows(gql, run_id), within=2)
+    result = await decide(gql, APPROVE, run=run_id)
+    assert result["__typename"] == "RunDecided", result
+    assert (result["run"]["status"], result["run"]["output"]) == ("COMPLETED", "done")
+    assert peer.executions(path) == [("deleteFile", {"path": path})]
+    theirs = await peer.suspended_runs("approver")
+    assert run_id not in {r["runId"] for r in theirs["runs"]}
+
+
+async def test_decline_never_runs_the_tool(gql, peer: MastraPeer) -> None:
+    path = f"/tmp/{uuid.uuid4().hex}"
+    run_id = await peer.start_run("approver", [delete(path)])
+    await eventually(lambda: shows(gql, run_id), within=2)
+    result = await decide(gql, DECLINE, run=run_id, reason="keep it")
+    assert result["run"]["status"] == "COMPLETED"
+    assert peer.executions(path) == []
+
+
+async def test_resume_gives_the_suspended_tool_its_data(gql, peer: MastraPeer) -> None:
+    city = f"City-{uuid.uuid4().hex[:6]}"
+    run_id = await peer.start_run("asker", [{"toolName": "askCity", "input": {"question": "?"}}])
+    await eventually(lambda: shows(gql, run_id), within=2)
+    result = await decide(gql, RESUME, run=run_id, data={"name": city})
+    assert result["run"]["status"] == "COMPLETED"
+    assert peer.executions(city) == [("askCity", {"name": city})]
+
+
+async def test_parallel_approvals_are_worked_through_one_by_one(gql, peer: MastraPeer) -> None:
+    tag = uuid.uuid4().hex
+    run_id = await peer.start_run("approver", [delete(f"/tmp/{tag}/1"), delete(f"/tmp/{tag}/2")])
+    await eventually(lambda: shows(gql, run_id), within=2)
+    first = (await run_of(gql, run_id))["toolCalls"]
+    assert [c["args"] for c in first] == [{"path": f"/tmp/{tag}/1"}]
+    result = await decide(gql, APPROVE, run=run_id)
+    assert result["run"]["status"] == "SUSPENDED"  # now on the second call
+    second = result["run"]["toolCalls"]
+    assert len(second) == 1 and second[0]["toolCallId"] != first[0]["toolCallId"]
+    done = await decide(gql, APPROVE, run=run_id)
+    assert done["run"]["status"] == "COMPLETED"
+    assert sorted(p["path"] for _, p in peer.executions(tag)) == [f"/tmp/{tag}/1", f"/tmp/{tag}/2"]
+
+
+async def test_twenty_concurrent_approvals_run_the_tool_once(gql, peer: MastraPeer) -> None:
+    path = f"/tmp/{uuid.uuid4().hex}"
+    run_id = await peer.start_run("approver", [delete(path)])
+    await eventually(lambda: shows(gql, run_id), within=2)
+    results = await asyncio.gather(*(decide(gql, APPROVE, run=run_id) for _ in range(20)))
+    kinds = [r["__typename"] for r in results]
+    assert kinds.count("RunDecided") == 1, kinds
+    assert set(kinds) <= {"RunDecided", "AlreadyDecided", "RunNotSuspended"}
+    assert peer.executions(path) == [("deleteFile", {"path": path})]
+
+
+async def test_decisions_made_on_the_peer_show_within_2s(gql, peer: MastraPeer) -> None:
+    tag = uuid.uuid4().hex
+    run_id = await peer.start_run("approver", [delete(f"/tmp/{tag}/1"), delete(f"/tmp/{tag}/2")])
+    await eventually(lambda: shows(gql, run_id), within=2)
+    [call] = (await run_of(gql, run_id))["toolCalls"]
+    await peer.decide(
+        "approver", "approve-tool-call", {"runId": run_id, "toolCallId": call["toolCallId"]}
+    )
+
+    async def on_next_call() -> bool:
+        calls = (await run_of(gql, run_id))["toolCalls"]
+        return [c["args"]["path"] for c in calls] == [f"/tmp/{tag}/2"]
+
+    await eventually(on_next_call, within=2)
+    [call] = (await run_of(gql, run_id))["toolCalls"]
+    await peer.decide(
+        "approver", "approve-tool-call", {"runId": run_id, "toolCallId": call["toolCallId"]}
+    )
+    # It left the suspended state without a decision made here: ENDED.
+    await eventually(lambda: shows(gql, run_id, "ENDED"), within=2)
+
+
+async def test_a_stopped_peer_is_executor_unavailable_and_a_retry_succeeds(
+    peer_node: Path, mongo_uri: str, start_app, tmp_path: Path
+) -> None:
+    own = MastraPeer(peer_node, mongo_uri, PEER_DB, tmp_path / "own-peer.log")
+    own.start()
+    try:
+        gql = make_gql(await start_app(settings_for(mongo_uri, own)))
+        path = f"/tmp/{uuid.uuid4().hex}"
+        run_id = await own.start_run("approver", [delete(path)])
+        await eventually(lambda: shows(gql, run_id), within=2)
+        own.stop()
+        refused = await decide(gql, APPROVE, run=run_id)
+        assert refused["__typename"] == "ExecutorUnavailable"
+        assert "could not be reached" in refused["message"]
+        run = await run_of(gql, run_id)
+        assert run["status"] == "SUSPENDED" and run["toolCalls"][0]["decision"] is None
+        own.start()
+        result = await decide(gql, APPROVE, run=run_id)
+        assert result["run"]["status"] == "COMPLETED", result
+        assert own.executions(path) == [("deleteFile", {"path": path})]
+    finally:
+        own.stop()
+
+
+async def test_python_and_mastra_runs_share_one_list(gql, peer: MastraPeer) -> None:
+    resource = f"shared-{uuid.uuid4().hex[:8]}"
+    mastra_run = await peer.start_run("approver", [delete("/tmp/shared")], resource=resource)
+    body = await gql(
+        'mutation($r: String) { startRun(input: {agentId: "file-cleaner", prompt: "x /tmp/y", '
+        "resourceId: $r}) { ... on RunStarted { run { runId } } } }",
+        {"r": resource},
+    )
+    python_run = body["data"]["startRun"]["run"]["runId"]
+    query = """query($r: String) { suspendedRuns(filter: {resourceId: $r}) {
+      total runs { runId runtime } } }"""
+
+    async def both() -> bool:
+        page = (await gql(query, {"r": resource}))["data"]["suspendedRuns"]
+        return bool(page["total"] == 2)
+
+    await eventually(both, within=2)
+    page = (await gql(query, {"r": resource}))["data"]["suspendedRuns"]
+    assert {(r["runId"], r["runtime"]) for r in page["runs"]} == {
+        (mastra_run, "MASTRA"),
+        (python_run, "PYTHON"),
+    }
