@@ -1,6 +1,7 @@
 """Query and mutation resolvers: GraphQL arguments -> storage and runtime calls."""
 
-from resolvers.agents import AgentSummary, agents, decision_log, start_run
+from resolvers.access import OPEN_ACCESS, ForbiddenQuery, Principal, Role, Scope
+from resolvers.agents import AgentSummary, agents, decision_log, reconcile, start_run
 from resolvers.context import Context
 from resolvers.decisions import DecisionRequest, decide
 from resolvers.errors import PUBLIC_CODES, BadUserInput
@@ -8,10 +9,12 @@ from resolvers.outcomes import (
     AlreadyDecided,
     DecisionOutcome,
     ExecutorUnavailable,
+    Forbidden,
     InvalidResumeData,
     RunDecided,
     RunNotFound,
     RunNotSuspended,
+    RunsReconciled,
     RunStarted,
     ToolCallNotFound,
     WrongSuspensionKind,
@@ -29,6 +32,7 @@ from resolvers.runs import (
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_PAGE_SIZE",
+    "OPEN_ACCESS",
     "PUBLIC_CODES",
     "AgentSummary",
     "AlreadyDecided",
@@ -37,13 +41,19 @@ __all__ = [
     "DecisionOutcome",
     "DecisionRequest",
     "ExecutorUnavailable",
+    "Forbidden",
+    "ForbiddenQuery",
     "InvalidResumeData",
     "Paging",
+    "Principal",
+    "Role",
     "RunDecided",
     "RunNotFound",
     "RunNotSuspended",
     "RunStarted",
     "RunsPage",
+    "RunsReconciled",
+    "Scope",
     "ToolCallNotFound",
     "WrongSuspensionKind",
     "agent_run",
@@ -51,6 +61,7 @@ __all__ = [
     "decide",
     "decision_log",
     "paging_from_arguments",
+    "reconcile",
     "start_run",
     "suspended_runs",
 ]

@@ -1,12 +1,14 @@
-"""`agents`, `startRun` and `decisionLog`: what a dashboard filters by, starts, and audits."""
+"""`agents`, `startRun`, `decisionLog`, `reconcileRuns`: what a dashboard filters by,
+starts, audits, and rebuilds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from resolvers.access import Role, Scope, require
 from resolvers.context import Context
-from resolvers.outcomes import ExecutorUnavailable, RunStarted
-from storage import AuditRecord, Runtime
+from resolvers.outcomes import ExecutorUnavailable, Forbidden, RunsReconciled, RunStarted
+from storage import AuditRecord, RunFilter, Runtime
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,10 +19,15 @@ class AgentSummary:
 
 
 async def agents(context: Context) -> list[AgentSummary]:
-    """The registered Python agents, and every agent seen in the run index."""
-    counts = await context.storage.runs.suspended_by_agent()
+    """The registered Python agents, and every agent seen in the run index (in scope)."""
+    require(context.principal, Role.VIEWER)
+    scope = context.principal.scope
+    counts = await context.storage.runs.suspended_by_agent(
+        RunFilter(resource_ids=scope.resource_ids, agent_ids=scope.agent_ids)
+    )
     for agent_id in context.runtime.agents:
-        counts.setdefault((agent_id, Runtime.PYTHON.value), 0)
+        if scope.allows_agent(agent_id):
+            counts.setdefault((agent_id, Runtime.PYTHON.value), 0)
     return [
         AgentSummary(agent_id, Runtime(runtime), count)
         for (agent_id, runtime), count in sorted(counts.items())
@@ -33,7 +40,14 @@ async def start_run(
     prompt: str,
     thread_id: str | None,
     resource_id: str | None,
-) -> RunStarted | ExecutorUnavailable:
+) -> RunStarted | ExecutorUnavailable | Forbidden:
+    principal = context.principal
+    if not principal.may(Role.ADMIN):
+        return Forbidden(Role.ADMIN.value, "starting runs needs the admin role")
+    if not (
+        principal.scope.allows_agent(agent_id) and principal.scope.allows_resource(resource_id)
+    ):
+        return Forbidden(Role.ADMIN.value, "that agent or resource is outside your scope")
     if not context.runtime.has_agent(agent_id):
         return ExecutorUnavailable(None, agent_id, f"no Python agent {agent_id!r} is registered")
     entry = await context.runtime.start(agent_id, prompt, thread_id, resource_id)
@@ -41,4 +55,16 @@ async def start_run(
 
 
 async def decision_log(context: Context, run_id: str) -> list[AuditRecord]:
+    require(context.principal, Role.VIEWER)
+    if context.principal.scope != Scope():
+        entry = await context.storage.runs.get(run_id)
+        if entry is None or not context.principal.scope.allows(entry):
+            return []  # as for a run that does not exist
     return await context.storage.decisions.for_run(run_id)
+
+
+async def reconcile(context: Context) -> RunsReconciled | Forbidden:
+    if not context.principal.may(Role.ADMIN):
+        return Forbidden(Role.ADMIN.value, "reconciling needs the admin role")
+    report = await context.storage.sync.reconcile()
+    return RunsReconciled(report.scanned, report.written, report.ended, report.skipped)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from resolvers.access import Principal
 from runtime import MastraRuntime, PythonRuntime
 from storage import Storage
 
@@ -13,5 +14,6 @@ class Context:
     storage: Storage
     runtime: PythonRuntime
     mastra: MastraRuntime
+    principal: Principal
     actor: str
-    """Who is asking, as the audit log records it (a header; `anonymous` without one)."""
+    """Who is asking, as the audit log records it: the authenticated subject, else a header."""

@@ -14,12 +14,14 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from resolvers.access import Role
 from resolvers.context import Context
 from resolvers.errors import BadUserInput
 from resolvers.outcomes import (
     AlreadyDecided,
     DecisionOutcome,
     ExecutorUnavailable,
+    Forbidden,
     InvalidResumeData,
     RunDecided,
     RunNotFound,
@@ -57,8 +59,12 @@ class DecisionRequest:
 
 
 async def decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
+    if not context.principal.may(Role.APPROVER):
+        return Forbidden(Role.APPROVER.value, "deciding needs the approver role")
     log = context.storage.decisions
     key = request.idempotency_key
+    if key is not None:
+        key = f"{context.principal.subject}\x00{key}"  # each caller's keys are their own
     if key is not None:
         earlier = await _earlier_answer(context, request, key)
         if earlier is not None:
@@ -81,7 +87,7 @@ async def decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
             outcome=kind(outcome),
             reason=request.reason,
             resume_data=request.resume_data,
-            idempotency_key=key,
+            idempotency_key=request.idempotency_key,
         )
     )
     return outcome
@@ -112,7 +118,7 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
     for _ in range(_ATTEMPTS):
         now = runtime.clock()
         entry = await runs.get(request.run_id)
-        if entry is None:
+        if entry is None or not context.principal.scope.allows(entry):
             return RunNotFound(request.run_id, f"no run {request.run_id}")
         status = entry.status_at(now)
         if status is not RunStatus.SUSPENDED:

@@ -1,7 +1,8 @@
 """GraphQL errors for bad arguments: the one kind of error a client is meant to read.
 
     GraphQLError
-    └── BadUserInput     extensions.code = "BAD_USER_INPUT"
+    ├── BadUserInput     extensions.code = "BAD_USER_INPUT"
+    └── ForbiddenQuery   extensions.code = "FORBIDDEN"   (resolvers/access.py)
 
 Everything else that escapes a resolver is an internal error, and the schema masks it.
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from graphql import GraphQLError
 
-PUBLIC_CODES = frozenset({"BAD_USER_INPUT"})
+PUBLIC_CODES = frozenset({"BAD_USER_INPUT", "FORBIDDEN"})
 """Codes whose errors reach the client unmasked."""
 
 

@@ -10,7 +10,8 @@
         ├── WrongSuspensionKind   approve/decline on a suspend() call, or resume on an approval
         ├── AlreadyDecided
         ├── InvalidResumeData
-        └── ExecutorUnavailable   no runtime here can continue the run (or start the agent)
+        ├── ExecutorUnavailable   no runtime here can continue the run (or start the agent)
+        └── Forbidden             the caller's role does not allow it
 
 Outcomes are plain data, so an idempotency key can store one and answer it again.
 """
@@ -84,6 +85,20 @@ class ExecutorUnavailable:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class Forbidden:
+    needed_role: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunsReconciled:
+    scanned: int
+    written: int
+    ended: int
+    skipped: int
+
+
 DecisionOutcome = (
     RunDecided
     | RunNotFound
@@ -93,6 +108,7 @@ DecisionOutcome = (
     | AlreadyDecided
     | InvalidResumeData
     | ExecutorUnavailable
+    | Forbidden
 )
 
 _KINDS: dict[str, type[Any]] = {
@@ -107,6 +123,7 @@ _KINDS: dict[str, type[Any]] = {
         AlreadyDecided,
         InvalidResumeData,
         ExecutorUnavailable,
+        Forbidden,
     )
 }
 

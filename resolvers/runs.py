@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from resolvers.access import Role, require
+from resolvers.context import Context
 from resolvers.errors import BadUserInput
 from storage import Cursor, InvalidCursor, RunEntry, RunFilter, RunIndex
 
@@ -82,9 +84,12 @@ def check_filter(run_filter: RunFilter) -> RunFilter:
 
 
 async def suspended_runs(
-    runs: RunIndex, run_filter: RunFilter, paging: Paging, *, with_total: bool
+    context: Context, run_filter: RunFilter, paging: Paging, *, with_total: bool
 ) -> RunsPage:
+    require(context.principal, Role.VIEWER)
     check_filter(run_filter)
+    runs = context.storage.runs
+    run_filter = context.principal.scope.narrow(run_filter)
     # One more than the page tells whether there is a next page without counting.
     fetch = runs.page(run_filter, limit=paging.limit + 1, skip=paging.skip, after=paging.after)
     if with_total:
@@ -104,5 +109,8 @@ async def suspended_runs(
     )
 
 
-async def agent_run(runs: RunIndex, run_id: str) -> RunEntry | None:
-    return await runs.get(run_id)
+async def agent_run(context: Context, run_id: str) -> RunEntry | None:
+    """The run, or None when it is unknown or outside the caller's scope (the same answer)."""
+    require(context.principal, Role.VIEWER)
+    entry = await context.storage.runs.get(run_id)
+    return entry if entry is not None and context.principal.scope.allows(entry) else None

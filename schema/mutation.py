@@ -14,7 +14,13 @@ from schema.inputs import (
     ResumeRunInput,
     StartRunInput,
 )
-from schema.results import ResumeRunResult, StartRunResult, ToolCallDecisionResult, from_outcome
+from schema.results import (
+    ReconcileResult,
+    ResumeRunResult,
+    StartRunResult,
+    ToolCallDecisionResult,
+    from_outcome,
+)
 from storage import Action
 
 ContextInfo = Info[resolvers.Context, Any]
@@ -48,6 +54,10 @@ class Mutation:
     @strawberry.mutation(description="Give a suspended tool call (suspend()) its result.")
     async def resume_run(self, info: ContextInfo, input: ResumeRunInput) -> ResumeRunResult:
         return await _decide(info, Action.RESUME, input, resume_data=input.resume_data)
+
+    @strawberry.mutation(description="Rebuild the run index from the snapshots (admin).")
+    async def reconcile_runs(self, info: ContextInfo) -> ReconcileResult:
+        return from_outcome(await resolvers.reconcile(info.context))
 
 
 async def _decide(

@@ -41,7 +41,7 @@ class Query:
         )
         run_filter = (filter or SuspendedRunsFilter()).to_run_filter()
         result = await resolvers.suspended_runs(
-            info.context.storage.runs,
+            info.context,
             run_filter,
             paging,
             with_total=_selects(info.selected_fields[0].selections, "total"),
@@ -50,7 +50,7 @@ class Query:
 
     @strawberry.field(description="One run by id, in any state; null when unknown.")
     async def agent_run(self, info: ContextInfo, run_id: strawberry.ID) -> AgentRun | None:
-        entry = await resolvers.agent_run(info.context.storage.runs, run_id)
+        entry = await resolvers.agent_run(info.context, run_id)
         return AgentRun.from_entry(entry) if entry else None
 
     @strawberry.field(

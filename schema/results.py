@@ -2,8 +2,10 @@
 
     ToolCallDecisionResult = RunDecided | RunNotFound | RunNotSuspended | ToolCallNotFound
                            | WrongSuspensionKind | AlreadyDecided | ExecutorUnavailable
+                           | Forbidden
     ResumeRunResult        = the same | InvalidResumeData
-    StartRunResult         = RunStarted | ExecutorUnavailable
+    StartRunResult         = RunStarted | ExecutorUnavailable | Forbidden
+    ReconcileResult        = RunsReconciled | Forbidden
 
 Every "nothing was done" member implements `Problem { message }`.
 """
@@ -78,6 +80,19 @@ class ExecutorUnavailable(Problem):
     agent_id: strawberry.ID
 
 
+@strawberry.type(description="The caller's role does not allow this.")
+class Forbidden(Problem):
+    needed_role: str
+
+
+@strawberry.type(description="The run index was rebuilt from the snapshots.")
+class RunsReconciled:
+    scanned: int
+    written: int
+    ended: int
+    skipped: int
+
+
 _COMMON = (
     RunDecided
     | RunNotFound
@@ -86,10 +101,14 @@ _COMMON = (
     | WrongSuspensionKind
     | AlreadyDecided
     | ExecutorUnavailable
+    | Forbidden
 )
 ToolCallDecisionResult = Annotated[_COMMON, strawberry.union("ToolCallDecisionResult")]
 ResumeRunResult = Annotated[_COMMON | InvalidResumeData, strawberry.union("ResumeRunResult")]
-StartRunResult = Annotated[RunStarted | ExecutorUnavailable, strawberry.union("StartRunResult")]
+StartRunResult = Annotated[
+    RunStarted | ExecutorUnavailable | Forbidden, strawberry.union("StartRunResult")
+]
+ReconcileResult = Annotated[RunsReconciled | Forbidden, strawberry.union("ReconcileResult")]
 
 
 def from_outcome(outcome: Any) -> Any:
@@ -106,16 +125,18 @@ def from_outcome(outcome: Any) -> Any:
                 tool_call_id=outcome.tool_call_id,
                 decision=ToolCallDecision.from_decision(decision),
             )
-    member = _PROBLEMS[type(outcome)]
+    member = _PLAIN_MEMBERS[type(outcome)]
     values = {name: getattr(outcome, name) for name in outcome.__dataclass_fields__}
     return member(**values)
 
 
-_PROBLEMS: dict[type[Any], type[Any]] = {
+_PLAIN_MEMBERS: dict[type[Any], type[Any]] = {
     resolvers.RunNotFound: RunNotFound,
     resolvers.RunNotSuspended: RunNotSuspended,
     resolvers.ToolCallNotFound: ToolCallNotFound,
     resolvers.WrongSuspensionKind: WrongSuspensionKind,
     resolvers.InvalidResumeData: InvalidResumeData,
     resolvers.ExecutorUnavailable: ExecutorUnavailable,
+    resolvers.Forbidden: Forbidden,
+    resolvers.RunsReconciled: RunsReconciled,
 }

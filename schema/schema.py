@@ -8,6 +8,7 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import (
+    DisableIntrospection,
     MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
@@ -37,7 +38,7 @@ class Schema(strawberry.Schema):
         """Errors are logged by `schema.errors.classify` (internal ones with a trace)."""
 
 
-def build_schema(limits: Limits | None = None) -> Schema:
+def build_schema(limits: Limits | None = None, *, introspection: bool = True) -> Schema:
     limits = limits or Limits()
     # Factories, not instances: an extension instance is per request (no state leaks).
     extensions: list[Any] = [
@@ -47,6 +48,8 @@ def build_schema(limits: Limits | None = None) -> Schema:
         lambda: ParserCache(maxsize=limits.cache_size),
         lambda: ValidationCache(maxsize=limits.cache_size),
     ]
+    if not introspection:
+        extensions.append(DisableIntrospection)
     return Schema(
         query=Query,
         mutation=Mutation,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -14,6 +15,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -21,9 +23,11 @@ from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 
-from resolvers import Context
+from resolvers import Context, Principal
 from runtime import MastraClient, MastraRuntime, PythonRuntime, load_agents
 from schema import build_schema, classify
+from server.auth import API_KEY_HEADER, Authenticator, load_api_keys
+from server.gates import AuthGate, BodyLimit
 from server.logs import RequestLog
 from server.settings import Settings
 from storage import Storage
@@ -43,13 +47,28 @@ class GraphQLApp(GraphQL[Context, None]):
         self.actor_header = actor_header
 
     async def get_context(self, request: Any, response: Any) -> Context:
-        actor = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
+        principal: Principal = request.state.principal
+        actor = principal.subject
+        if not principal.authenticated:  # an open server: the caller may name themselves
+            actor = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
         return Context(
             storage=request.app.state.storage,
             runtime=request.app.state.runtime,
             mastra=request.app.state.mastra,
+            principal=principal,
             actor=actor or "anonymous",
         )
+
+    def decode_json(self, data: str | bytes) -> object:
+        """A request body is a JSON object; anything else is a bad request (400), which
+        Strawberry would otherwise answer with a 500 (non-UTF-8 bytes, a bare number)."""
+        try:
+            value = json.loads(data)
+        except UnicodeDecodeError:
+            raise json.JSONDecodeError("the request body is not UTF-8", "", 0) from None
+        if not isinstance(value, dict):
+            raise json.JSONDecodeError("the request body is not a JSON object", "", 0)
+        return value
 
     async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
         if result.errors:
@@ -62,6 +81,13 @@ def create_app(settings: Settings) -> Starlette:
         raise ValueError("create_app needs settings.mongodb_uri (the CLI starts an embedded one)")
     uri = settings.mongodb_uri
     agents = load_agents(settings.agents)
+    api_keys = load_api_keys(settings.api_keys_file) if settings.api_keys_file else []
+    authenticator = Authenticator(api_keys, settings.jwt_config)
+    if not authenticator.enabled:
+        log.warning(
+            "no API keys and no JWT configured: every caller is an anonymous admin "
+            "(set API_KEYS_FILE, JWT_SECRET or JWT_PUBLIC_KEY)"
+        )
     instance_id = (
         settings.instance_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     )
@@ -99,19 +125,39 @@ def create_app(settings: Settings) -> Starlette:
                 await sync_task
             await storage.close()
 
+    ide = settings.graphiql and not settings.production
     graphql = GraphQLApp(
-        build_schema(settings.limits),
-        graphql_ide="graphiql" if settings.graphiql else None,
+        build_schema(settings.limits, introspection=not settings.production),
+        graphql_ide="graphiql" if ide else None,
         allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
         actor_header=settings.actor_header,
     )
+    middleware = [
+        Middleware(RequestLog),
+        Middleware(BodyLimit, max_bytes=settings.max_request_bytes),
+    ]
+    if settings.cors_origin_list:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.cors_origin_list,
+                allow_methods=["GET", "POST"],
+                allow_headers=[
+                    "authorization",
+                    "content-type",
+                    API_KEY_HEADER,
+                    settings.actor_header,
+                ],
+                max_age=600,
+            )
+        )
     return Starlette(
         routes=[
-            Route("/graphql", graphql, methods=["GET", "POST"]),
+            Route("/graphql", AuthGate(graphql, authenticator, ide=ide), methods=["GET", "POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
         ],
-        middleware=[Middleware(RequestLog)],
+        middleware=middleware,
         lifespan=lifespan,
     )
 

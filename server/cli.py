@@ -36,7 +36,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     export = commands.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     export.add_argument("--output", type=Path, help="write to this file instead")
+    key = commands.add_parser(
+        "new-api-key", help="make an API key: print it once, and its entry for API_KEYS_FILE"
+    )
+    key.add_argument("--name", required=True)
+    key.add_argument("--role", required=True, choices=["viewer", "approver", "admin"])
+    key.add_argument("--resource-ids", help="comma-separated: the key sees only these resources")
+    key.add_argument("--agent-ids", help="comma-separated: the key sees only these agents")
     args = parser.parse_args(argv)
+    if args.command == "new-api-key":
+        return _new_api_key(args)
 
     try:
         settings = Settings()
@@ -107,6 +116,26 @@ def _reconcile(settings: Settings) -> int:
         assert settings.mongodb_uri is not None
         report = asyncio.run(run(settings.mongodb_uri))
     print(json.dumps(report))
+    return 0
+
+
+def _new_api_key(args: argparse.Namespace) -> int:
+    from server.auth import new_api_key
+
+    key, digest = new_api_key()
+
+    def ids(text: str | None) -> list[str] | None:
+        return [part.strip() for part in text.split(",") if part.strip()] if text else None
+
+    entry = {
+        "name": args.name,
+        "sha256": digest,
+        "role": args.role,
+        "resourceIds": ids(args.resource_ids),
+        "agentIds": ids(args.agent_ids),
+    }
+    print(f"key (shown once; send it as X-API-Key): {key}")
+    print(f"entry for API_KEYS_FILE: {json.dumps(entry)}")
     return 0
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from runtime import MastraServers
 from schema import Limits
+from server.auth import JwtConfig
 from storage import SyncMode
 
 
@@ -50,6 +52,44 @@ class Settings(BaseSettings):
         default_factory=dict, description="JSON: headers for Mastra (its auth)."
     )
     mastra_timeout_seconds: float = Field(60.0, gt=0)
+    env: Literal["development", "production"] = "development"
+    cors_origins: str = Field("", description="Comma-separated origins allowed by CORS.")
+    max_request_bytes: int = Field(1_048_576, ge=1024)
+    api_keys_file: Path | None = None
+    jwt_secret: str | None = Field(None, description="HS256 shared secret.")
+    jwt_public_key: str | None = Field(None, description="RS256 public key (PEM).")
+    jwt_audience: str | None = None
+    jwt_issuer: str | None = None
+    jwt_subject_claim: str = "sub"
+    jwt_role_claim: str = "role"
+    jwt_scope_claim: str = "scope"
+
+    @property
+    def production(self) -> bool:
+        return self.env == "production"
+
+    @property
+    def cors_origin_list(self) -> list[str]:
+        return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
+
+    @property
+    def jwt_config(self) -> JwtConfig | None:
+        if self.jwt_secret and self.jwt_public_key:
+            raise ValueError("set JWT_SECRET (HS256) or JWT_PUBLIC_KEY (RS256), not both")
+        key, algorithm = (
+            (self.jwt_secret, "HS256") if self.jwt_secret else (self.jwt_public_key, "RS256")
+        )
+        if not key:
+            return None
+        return JwtConfig(
+            key=key,
+            algorithm=algorithm,
+            audience=self.jwt_audience,
+            issuer=self.jwt_issuer,
+            subject_claim=self.jwt_subject_claim,
+            role_claim=self.jwt_role_claim,
+            scope_claim=self.jwt_scope_claim,
+        )
 
     @property
     def mastra_servers(self) -> MastraServers:

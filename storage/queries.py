@@ -38,15 +38,16 @@ class RunFilter:
     from_date: datetime | None = None
     to_date: datetime | None = None
     status: RunStatus = RunStatus.SUSPENDED
+    resource_ids: frozenset[str] | None = None
+    agent_ids: frozenset[str] | None = None
+    """A caller's scope: only runs of these resources / agents (None: any)."""
 
     def to_query(self) -> Document:
         query: Document = {"status": self.status.value}
-        if self.agent_id is not None:
-            query["agentId"] = self.agent_id
+        _match(query, "agentId", self.agent_id, self.agent_ids)
         if self.thread_id is not None:
             query["threadId"] = self.thread_id
-        if self.resource_id is not None:
-            query["resourceId"] = self.resource_id
+        _match(query, "resourceId", self.resource_id, self.resource_ids)
         created: Document = {}
         if self.from_date is not None:
             # Portable `$gte`: the embedded server scans `$gte` on a descending key as `$gt`.
@@ -59,6 +60,14 @@ class RunFilter:
 
 
 _MILLISECOND = timedelta(milliseconds=1)
+
+
+def _match(query: Document, name: str, value: str | None, allowed: frozenset[str] | None) -> None:
+    """Equality on a field, within an allowed set: outside it nothing matches."""
+    if value is not None:
+        query[name] = value if allowed is None or value in allowed else {"$in": []}
+    elif allowed is not None:
+        query[name] = {"$in": sorted(allowed)}
 
 
 def _whole_millisecond_ceiling(moment: datetime) -> datetime:

@@ -171,16 +171,19 @@ class RunIndex:
         )
         return result.modified_count == 1
 
-    async def suspended_by_agent(self) -> dict[tuple[str, str], int]:
-        """(agentId, runtime) -> suspended runs, for every agent the index has seen."""
+    async def suspended_by_agent(self, within: RunFilter) -> dict[tuple[str, str], int]:
+        """(agentId, runtime) -> suspended runs, for every agent seen in the runs `within`
+        selects by resource and agent (its status is not applied)."""
         counts: dict[tuple[str, str], int] = {}
+        match = {k: v for k, v in within.to_query().items() if k != "status"}
         pipeline: list[Document] = [
+            {"$match": match},
             {
                 "$group": {
                     "_id": {"agentId": "$agentId", "runtime": "$runtime", "status": "$status"},
                     "n": {"$sum": 1},
                 }
-            }
+            },
         ]
         async for row in await self.collection.aggregate(pipeline):
             key = (row["_id"]["agentId"], row["_id"]["runtime"])

@@ -42,3 +42,12 @@ async def test_every_request_gets_one_log_line(client, caplog) -> None:
     [line] = [r for r in caplog.records if r.name == "server.requests"]
     assert (line.method, line.path, line.status) == ("POST", "/graphql", 200)
     assert line.durationMs >= 0
+
+
+async def test_bodies_that_are_not_a_json_object_are_400_not_500(client) -> None:
+    # Both were 500s from Strawberry before the view checked the body (found by the fuzz test).
+    for body in (b"\x80\x81", b"0", b"[1]", b'"text"'):
+        response = await client.post(
+            "/graphql", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 400, body

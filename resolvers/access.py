@@ -1,0 +1,87 @@
+"""Who is asking, and what they may see and do.
+
+    viewer    queries
+    approver  queries, and decisions (approve, decline, resume)
+    admin     everything: also starting runs and reconciling
+
+A scope limits a caller to runs of some resources and/or some agents (a run must match
+every part given). It is applied in the database query itself, so totals and pages count
+only what the caller may see; a run outside it answers exactly as an unknown run does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from graphql import GraphQLError
+
+from storage import RunEntry, RunFilter
+
+
+class Role(StrEnum):
+    VIEWER = "viewer"
+    APPROVER = "approver"
+    ADMIN = "admin"
+
+
+_RANK = {Role.VIEWER: 0, Role.APPROVER: 1, Role.ADMIN: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    resource_ids: frozenset[str] | None = None
+    agent_ids: frozenset[str] | None = None
+    """None: any. An empty set: none."""
+
+    def allows(self, entry: RunEntry) -> bool:
+        resources, agents = self.resource_ids, self.agent_ids
+        return (resources is None or entry.resource_id in resources) and (
+            agents is None or entry.agent_id in agents
+        )
+
+    def allows_agent(self, agent_id: str) -> bool:
+        return self.agent_ids is None or agent_id in self.agent_ids
+
+    def allows_resource(self, resource_id: str | None) -> bool:
+        return self.resource_ids is None or resource_id in self.resource_ids
+
+    def narrow(self, run_filter: RunFilter) -> RunFilter:
+        return RunFilter(
+            agent_id=run_filter.agent_id,
+            thread_id=run_filter.thread_id,
+            resource_id=run_filter.resource_id,
+            from_date=run_filter.from_date,
+            to_date=run_filter.to_date,
+            status=run_filter.status,
+            resource_ids=self.resource_ids,
+            agent_ids=self.agent_ids,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    subject: str
+    role: Role | None
+    """None: authenticated, but with no role this server knows: may do nothing."""
+    scope: Scope = Scope()
+    authenticated: bool = True
+
+    def may(self, role: Role) -> bool:
+        return self.role is not None and _RANK[self.role] >= _RANK[role]
+
+
+OPEN_ACCESS = Principal(subject="anonymous", role=Role.ADMIN, authenticated=False)
+"""Who everyone is when no API keys and no JWT are configured."""
+
+
+class ForbiddenQuery(GraphQLError):
+    """A query by a caller whose role does not allow it (mutations answer `Forbidden`)."""
+
+    def __init__(self, needed: Role) -> None:
+        super().__init__(f"this needs the {needed.value} role", extensions={"code": "FORBIDDEN"})
+
+
+def require(principal: Principal, role: Role) -> None:
+    if not principal.may(role):
+        raise ForbiddenQuery(role)

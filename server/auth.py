@@ -1,0 +1,166 @@
+"""Authentication: who a request comes from, by API key or by JWT bearer token.
+
+API keys are kept as SHA-256 hashes in a JSON file (`API_KEYS_FILE`), each with a name,
+a role and a scope; a request presents one in the `X-API-Key` header. JWTs come in
+`Authorization: Bearer ...`, signed HS256 (`JWT_SECRET`) or RS256 (`JWT_PUBLIC_KEY`),
+with expiry, and audience and issuer where configured, checked. With neither configured,
+everyone is an anonymous admin (the server says so at start-up).
+
+No key, token or claim value is ever logged or returned: failures name a reason only.
+
+API key file:
+
+    [{"name": "dashboard-eu", "sha256": "<hex of sha256(key)>", "role": "viewer",
+      "resourceIds": ["tenant-eu"], "agentIds": null}]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jwt
+
+from resolvers import OPEN_ACCESS, Principal, Role, Scope
+
+log = logging.getLogger(__name__)
+
+API_KEY_HEADER = "x-api-key"
+
+
+class Unauthenticated(Exception):
+    """Credentials were given but are not valid, or none were given where they are needed."""
+
+
+@dataclass(frozen=True, slots=True)
+class JwtConfig:
+    key: str
+    algorithm: str
+    audience: str | None = None
+    issuer: str | None = None
+    subject_claim: str = "sub"
+    role_claim: str = "role"
+    scope_claim: str = "scope"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    name: str
+    digest: str
+    role: Role | None
+    scope: Scope
+
+
+def new_api_key() -> tuple[str, str]:
+    """A fresh key and the SHA-256 hex digest that the key file keeps instead of it."""
+    key = "sr_" + secrets.token_urlsafe(32)
+    return key, hashlib.sha256(key.encode()).hexdigest()
+
+
+def load_api_keys(path: Path) -> list[ApiKey]:
+    try:
+        entries = json.loads(path.read_text())
+        keys = [
+            ApiKey(
+                name=str(entry["name"]),
+                digest=str(entry["sha256"]).lower(),
+                role=_role(entry.get("role")),
+                scope=_scope(entry.get("resourceIds"), entry.get("agentIds")),
+            )
+            for entry in entries
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"API_KEYS_FILE {path}: {type(exc).__name__}: {exc}") from None
+    return keys
+
+
+class Authenticator:
+    def __init__(self, api_keys: list[ApiKey], jwt_config: JwtConfig | None) -> None:
+        self.api_keys = api_keys
+        self.jwt = jwt_config
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.api_keys) or self.jwt is not None
+
+    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+        if not self.enabled:
+            return OPEN_ACCESS
+        api_key = headers.get(API_KEY_HEADER)
+        authorization = headers.get("authorization", "")
+        if api_key is not None:
+            return self._by_api_key(api_key)
+        if authorization[:7].lower() == "bearer " and self.jwt is not None:
+            return self._by_jwt(authorization[7:].strip())
+        raise Unauthenticated("credentials are required: an X-API-Key or a Bearer token")
+
+    def _by_api_key(self, key: str) -> Principal:
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        # Every stored digest is compared, in constant time, so timing says nothing.
+        found = [k for k in self.api_keys if hmac.compare_digest(k.digest, digest)]
+        if not found:
+            raise Unauthenticated("the API key is not valid")
+        key_entry = found[0]
+        return Principal(
+            subject=f"key:{key_entry.name}", role=key_entry.role, scope=key_entry.scope
+        )
+
+    def _by_jwt(self, token: str) -> Principal:
+        assert self.jwt is not None
+        config = self.jwt
+        try:
+            claims = jwt.decode(
+                token,
+                config.key,
+                algorithms=[config.algorithm],
+                audience=config.audience,
+                issuer=config.issuer,
+                options={"require": ["exp", config.subject_claim]},
+            )
+        except jwt.ExpiredSignatureError:
+            raise Unauthenticated("the token has expired") from None
+        except jwt.InvalidAudienceError:
+            raise Unauthenticated("the token is not meant for this server (audience)") from None
+        except jwt.InvalidIssuerError:
+            raise Unauthenticated("the token's issuer is not trusted") from None
+        except jwt.InvalidSignatureError:
+            raise Unauthenticated("the token's signature is not valid") from None
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated(f"the token is not valid ({type(exc).__name__})") from None
+        scope = claims.get(config.scope_claim) or {}
+        try:
+            if not isinstance(scope, dict):
+                raise ValueError
+            return Principal(
+                subject=str(claims[config.subject_claim]),
+                role=_role(claims.get(config.role_claim)),
+                scope=_scope(scope.get("resourceIds"), scope.get("agentIds")),
+            )
+        except ValueError:
+            raise Unauthenticated("the token's scope claim is malformed") from None
+
+
+def _role(value: Any) -> Role | None:
+    try:
+        return Role(value)
+    except ValueError:
+        return None  # authenticated, but may do nothing
+
+
+def _scope(resource_ids: Any, agent_ids: Any) -> Scope:
+    return Scope(resource_ids=_id_set(resource_ids), agent_ids=_id_set(agent_ids))
+
+
+def _id_set(values: Any) -> frozenset[str] | None:
+    if values is None:
+        return None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError("a scope lists ids as an array of strings")
+    return frozenset(values)

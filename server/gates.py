@@ -1,0 +1,106 @@
+"""ASGI gates in front of the GraphQL endpoint: authentication, and a request body limit.
+
+Both answer in GraphQL's shape (`{"errors": [{"message", "extensions": {"code"}}]}`), so a
+client reads every refusal the same way, and neither says more than the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from resolvers import Principal
+from server.auth import Authenticator, Unauthenticated
+
+log = logging.getLogger(__name__)
+
+NOBODY = Principal(subject="anonymous", role=None, authenticated=False)
+
+
+def graphql_error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse(
+        {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]},
+        status_code=status,
+        headers={"WWW-Authenticate": "Bearer"} if status == 401 else None,
+    )
+
+
+class AuthGate:
+    """Finds who is asking (request.state.principal), or answers 401."""
+
+    def __init__(self, app: ASGIApp, authenticator: Authenticator, *, ide: bool) -> None:
+        self.app = app
+        self.authenticator = authenticator
+        self.ide = ide
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        if self.ide and _asks_for_the_ide(scope, headers):
+            # The GraphiQL page holds no data: served to anyone, as a caller who may do nothing.
+            scope.setdefault("state", {})["principal"] = NOBODY
+            await self.app(scope, receive, send)
+            return
+        try:
+            principal = self.authenticator.authenticate(headers)
+        except Unauthenticated as exc:
+            log.warning("refused a request", extra={"reason": str(exc)})
+            await graphql_error(401, "UNAUTHENTICATED", str(exc))(scope, receive, send)
+            return
+        scope.setdefault("state", {})["principal"] = principal
+        await self.app(scope, receive, send)
+
+
+def _asks_for_the_ide(scope: Scope, headers: Headers) -> bool:
+    return (
+        scope["method"] == "GET"
+        and b"query=" not in scope.get("query_string", b"")
+        and "text/html" in headers.get("accept", "")
+    )
+
+
+class BodyLimit:
+    """Refuses a request body over `max_bytes` with 413, declared or streamed."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        received = 0
+        too_large = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    too_large = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        started = False
+
+        async def watching_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        await self.app(scope, counting_receive, watching_send)
+        if too_large and not started:
+            await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body is over {self.max_bytes} bytes"
+        await graphql_error(413, "PAYLOAD_TOO_LARGE", message)(scope, receive, send)

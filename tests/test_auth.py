@@ -1,0 +1,222 @@
+"""Access control over HTTP (server/auth.py, server/gates.py, resolvers/access.py)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from server import Settings
+from server.auth import new_api_key
+from tests.helpers import eventually, suspended_doc
+
+SECRET = "test-secret-that-is-long-enough-for-hs256"
+LIST = "{ suspendedRuns { total runs { runId resourceId } } }"
+APPROVE = """mutation($run: ID!) { approveToolCall(input: {runId: $run}) {
+  __typename ... on Problem { message } ... on Forbidden { neededRole } } }"""
+RUN = "query($id: ID!) { agentRun(runId: $id) { runId } }"
+
+
+def token(key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:
+    body = {"sub": "someone", "role": "viewer", "exp": int(time.time()) + 600, **claims}
+    return jwt.encode(body, key, algorithm=algorithm)
+
+
+def bearer(value: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {value}"}
+
+
+async def post(
+    client: httpx.AsyncClient, query: str, headers: dict[str, str], **variables: Any
+) -> httpx.Response:
+    return await client.post(
+        "/graphql", json={"query": query, "variables": variables}, headers=headers
+    )
+
+
+@pytest.fixture
+async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> dict[str, Any]:
+    """Runs of the same agents for tenant-a (3) and tenant-b (2), and keys for each."""
+    docs = [suspended_doc(f"a-{i}", resourceId="tenant-a") for i in range(3)]
+    docs += [suspended_doc(f"b-{i}", resourceId="tenant-b") for i in range(2)]
+    await snapshots.insert_many(docs)
+    keys: dict[str, str] = {}
+    entries = []
+    for name, role, resources in [
+        ("a-viewer", "viewer", ["tenant-a"]),
+        ("b-approver", "approver", ["tenant-b"]),
+        ("guest", "guest", None),
+    ]:
+        key, digest = new_api_key()
+        keys[name] = key
+        entries.append({"name": name, "sha256": digest, "role": role, "resourceIds": resources})
+    key_file = tmp_path / "keys.json"
+    key_file.write_text(json.dumps(entries))
+    client = await start_app(
+        settings.model_copy(
+            update={"api_keys_file": key_file, "jwt_secret": SECRET, "jwt_audience": "runs-api"}
+        )
+    )
+    admin = bearer(token(role="admin", aud="runs-api"))
+
+    async def all_listed() -> bool:
+        body = (await post(client, LIST, admin)).json()
+        return bool(body["data"]["suspendedRuns"]["total"] == 5)
+
+    await eventually(all_listed, within=2)
+    return {"client": client, "keys": keys}
+
+
+def key(tenants: dict[str, Any], name: str) -> dict[str, str]:
+    return {"x-api-key": tenants["keys"][name]}
+
+
+async def test_two_tenants_see_disjoint_lists_with_their_own_totals(tenants) -> None:
+    client = tenants["client"]
+    a = (await post(client, LIST, key(tenants, "a-viewer"))).json()["data"]["suspendedRuns"]
+    b = (await post(client, LIST, key(tenants, "b-approver"))).json()["data"]["suspendedRuns"]
+    assert (a["total"], b["total"]) == (3, 2)
+    assert {r["resourceId"] for r in a["runs"]} == {"tenant-a"}
+    assert {r["resourceId"] for r in b["runs"]} == {"tenant-b"}
+    # Asking for the other tenant's resource finds nothing, and counts nothing.
+    peek = '{ suspendedRuns(filter: {resourceId: "tenant-b"}) { total runs { runId } } }'
+    body = (await post(client, peek, key(tenants, "a-viewer"))).json()
+    assert body["data"]["suspendedRuns"] == {"total": 0, "runs": []}
+
+
+async def test_a_jwt_scope_limits_the_list_the_same_way(tenants) -> None:
+    scoped = bearer(token(aud="runs-api", scope={"resourceIds": ["tenant-b"]}))
+    body = (await post(tenants["client"], LIST, scoped)).json()
+    assert body["data"]["suspendedRuns"]["total"] == 2
+
+
+async def test_a_viewer_cannot_decide(tenants) -> None:
+    body = (await post(tenants["client"], APPROVE, key(tenants, "a-viewer"), run="a-0")).json()
+    assert body["data"]["approveToolCall"] == {
+        "__typename": "Forbidden",
+        "message": "deciding needs the approver role",
+        "neededRole": "approver",
+    }
+
+
+async def test_a_caller_without_a_known_role_is_forbidden_to_query(tenants) -> None:
+    body = (await post(tenants["client"], LIST, key(tenants, "guest"))).json()
+    assert body["data"] is None
+    assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+async def test_an_out_of_scope_run_is_indistinguishable_from_an_unknown_one(tenants) -> None:
+    client, approver = tenants["client"], key(tenants, "b-approver")
+    other = (await post(client, APPROVE, approver, run="a-0")).json()["data"]["approveToolCall"]
+    unknown = (await post(client, APPROVE, approver, run="no-such")).json()["data"][
+        "approveToolCall"
+    ]
+    assert other["__typename"] == unknown["__typename"] == "RunNotFound"
+    assert other["message"].replace("a-0", "X") == unknown["message"].replace("no-such", "X")
+    for run_id in ("a-0", "no-such"):
+        body = (await post(client, RUN, approver, id=run_id)).json()
+        assert body == {"data": {"agentRun": None}}
+
+
+async def test_the_audit_record_names_the_authenticated_subject(tenants) -> None:
+    client = tenants["client"]
+    headers = {**key(tenants, "b-approver"), "x-actor": "someone-else"}
+    answer = (await post(client, APPROVE, headers, run="b-0")).json()["data"]["approveToolCall"]
+    assert answer["__typename"] == "ExecutorUnavailable"  # a Mastra run, no Mastra configured
+    log = "query($id: ID!) { decisionLog(runId: $id) { decidedBy } }"
+    body = (await post(client, log, key(tenants, "b-approver"), id="b-0")).json()
+    assert body["data"]["decisionLog"] == [{"decidedBy": "key:b-approver"}]
+    hidden = (await post(client, log, key(tenants, "a-viewer"), id="b-0")).json()
+    assert hidden["data"]["decisionLog"] == []
+
+
+@pytest.mark.parametrize(
+    ("headers", "reason"),
+    [
+        ({}, "credentials are required"),
+        ({"x-api-key": "sr_not-a-key"}, "API key is not valid"),
+        (bearer(token(aud="runs-api", exp=int(time.time()) - 10)), "expired"),
+        (bearer(token(key="another-secret-that-is-long-enough!", aud="runs-api")), "signature"),
+        (bearer(token(aud="another-api")), "audience"),
+        (bearer("not.a.token"), "not valid"),
+    ],
+)
+async def test_bad_credentials_get_401_with_a_graphql_body(
+    tenants, caplog, headers, reason
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="server.gates"):
+        response = await post(tenants["client"], LIST, headers)
+    assert response.status_code == 401
+    [error] = response.json()["errors"]
+    assert error["extensions"]["code"] == "UNAUTHENTICATED"
+    assert reason in error["message"]
+    secrets = [v for v in headers.values()] + [SECRET]
+    for secret in secrets:
+        assert secret.removeprefix("Bearer ") not in response.text
+        assert secret.removeprefix("Bearer ") not in caplog.text
+
+
+async def test_rs256_tokens_are_checked_with_the_public_key(settings: Settings, start_app) -> None:
+    private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    public_pem = (
+        private.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    client = await start_app(settings.model_copy(update={"jwt_public_key": public_pem}))
+    good = bearer(token(key=private, algorithm="RS256"))
+    assert (await post(client, LIST, good)).status_code == 200
+    forged = bearer(token(key=SECRET, algorithm="HS256"))  # HS256 with a guessed key
+    assert (await post(client, LIST, forged)).status_code == 401
+
+
+async def test_production_mode_has_no_graphiql_and_refuses_introspection(
+    settings, start_app
+) -> None:
+    client = await start_app(
+        settings.model_copy(update={"env": "production", "cors_origins": "https://dash.example"})
+    )
+    page = await client.get("/graphql", headers={"accept": "text/html"})
+    assert page.status_code != 200 or "graphiql" not in page.text.lower()
+    body = (await post(client, "{ __schema { types { name } } }", {})).json()
+    assert body["data"] is None
+    assert "introspection" in body["errors"][0]["message"].lower()
+    assert (await post(client, "{ suspendedRuns { total } }", {})).status_code == 200
+    preflight = await client.options(
+        "/graphql",
+        headers={"origin": "https://dash.example", "access-control-request-method": "POST"},
+    )
+    assert preflight.headers["access-control-allow-origin"] == "https://dash.example"
+    evil = await client.options(
+        "/graphql",
+        headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
+    )
+    assert "access-control-allow-origin" not in evil.headers
+
+
+async def test_an_oversized_body_is_refused_with_413(settings, start_app) -> None:
+    client = await start_app(settings.model_copy(update={"max_request_bytes": 2048}))
+    big = "{ suspendedRuns { total } }" + " " * 4000
+    response = await client.post("/graphql", json={"query": big})
+    assert response.status_code == 413
+    assert response.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
+    assert (
+        await client.post("/graphql", json={"query": "{ suspendedRuns { total } }"})
+    ).status_code == 200
+
+
+async def test_an_open_server_warns_at_start_up(settings, caplog) -> None:
+    from tests.helpers import running_app
+
+    with caplog.at_level(logging.WARNING, logger="server.app"):
+        async with running_app(settings) as client:
+            assert (await client.get("/healthz")).status_code == 200
+    assert "every caller is an anonymous admin" in caplog.text
