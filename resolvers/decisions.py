@@ -65,7 +65,6 @@ async def decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
     key = request.idempotency_key
     if key is not None:
         key = f"{context.principal.subject}\x00{key}"  # each caller's keys are their own
-    if key is not None:
         earlier = await _earlier_answer(context, request, key)
         if earlier is not None:
             return earlier

@@ -16,11 +16,12 @@ import json
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 
+from runtime.claims import kept_claim
 from storage import Action, Outcome, RunEntry, RunStatus, Storage
 
 log = logging.getLogger(__name__)
@@ -153,11 +154,13 @@ class MastraRuntime:
         storage: Storage,
         *,
         instance_id: str,
+        lease: timedelta,
         clock: Callable[[], datetime],
     ) -> None:
         self.client = client
         self.storage = storage
         self.instance_id = instance_id
+        self.lease = lease
         self.clock = clock
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -173,14 +176,17 @@ class MastraRuntime:
         call = next(c for c in claimed.tool_calls if c.tool_call_id == tool_call_id)
         assert call.decision is not None
         try:
-            end = await self.client.decide(
-                claimed.agent_id,
-                call.decision.action,
-                claimed.run_id,
-                tool_call_id,
-                reason=call.decision.reason,
-                resume_data=call.decision.resume_data,
-            )
+            async with kept_claim(
+                self.storage.runs, claimed.run_id, self.instance_id, self.lease, self.clock
+            ):
+                end = await self.client.decide(
+                    claimed.agent_id,
+                    call.decision.action,
+                    claimed.run_id,
+                    tool_call_id,
+                    reason=call.decision.reason,
+                    resume_data=call.decision.resume_data,
+                )
         except MastraUnavailable as exc:
             log.warning(
                 "Mastra did not apply a decision; the run is put back",

@@ -10,7 +10,6 @@ process dies shows as STALLED instead of being run twice.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import typing
 import uuid
@@ -25,6 +24,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCa
 from pydantic_ai.run import AgentRunResult
 
 from runtime.agents import AgentMap
+from runtime.claims import kept_claim
 from storage import (
     PYTHON_RUN_WORKFLOW,
     Action,
@@ -115,16 +115,16 @@ class PythonRuntime:
 
     async def continue_run(self, entry: RunEntry) -> RunEntry:
         """Continue a claimed, fully decided run to its next resting state, and record it."""
-        heartbeat = asyncio.create_task(self._keep_claim(entry.run_id))
         try:
-            after = await self._continue(entry)
+            async with kept_claim(
+                self.storage.runs, entry.run_id, self.instance_id, self.lease, self.clock
+            ):
+                after = await self._continue(entry)
         except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
             log.warning(
                 "continuing a run failed", extra={"runId": entry.run_id, "reason": repr(exc)}
             )
             after = self._finished(entry, Outcome(error=_describe(exc)), RunStatus.FAILED)
-        finally:
-            heartbeat.cancel()
         if not await self.storage.runs.settle(after, self.instance_id):
             log.error("lost the claim of a run while continuing it", extra={"runId": entry.run_id})
         if after.status is RunStatus.COMPLETED:
@@ -182,14 +182,6 @@ class PythonRuntime:
 
     def _finished(self, entry: RunEntry, outcome: Outcome, status: RunStatus) -> RunEntry:
         return replace(entry, status=status, outcome=outcome, claim=None, ended_at=self.clock())
-
-    async def _keep_claim(self, run_id: str) -> None:
-        while True:
-            await asyncio.sleep(self.lease.total_seconds() / 3)
-            with contextlib.suppress(Exception):  # a missed renewal is retried next beat
-                await self.storage.runs.renew_claim(
-                    run_id, self.instance_id, self.clock() + self.lease
-                )
 
     def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)

@@ -109,7 +109,11 @@ def create_app(settings: Settings) -> Starlette:
         app.state.runtime = runtime
         mastra_client = MastraClient(settings.mastra_servers)
         app.state.mastra = MastraRuntime(
-            mastra_client, storage, instance_id=instance_id, clock=runtime.clock
+            mastra_client,
+            storage,
+            instance_id=instance_id,
+            lease=settings.claim_lease,
+            clock=runtime.clock,
         )
         sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
         sync_task.add_done_callback(_report_sync_end)

@@ -1,0 +1,62 @@
+"""Keeping a claim (runtime/claims.py): a continuation that outlasts its lease is renewed,
+never shown STALLED; only a run whose holder stopped renewing is."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from tests.helpers import make_gql
+
+
+def _model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if len(messages) > 1:
+        return ModelResponse(parts=[TextPart("slow work done")])
+    return ModelResponse(parts=[ToolCallPart("slow_work", {"seconds": 1.2})])
+
+
+slow: Agent[None, str | DeferredToolRequests] = Agent(
+    FunctionModel(_model), output_type=[str, DeferredToolRequests]
+)
+
+
+@slow.tool_plain(requires_approval=True)
+async def slow_work(seconds: float) -> str:
+    await asyncio.sleep(seconds)
+    return "done"
+
+
+agents: dict[str, Any] = {"slow": slow}
+
+
+async def test_a_continuation_longer_than_its_lease_stays_running(settings, start_app) -> None:
+    lease = 0.3  # renewed every 0.1 s; the tool takes 1.2 s
+    client = await start_app(
+        settings.model_copy(
+            update={"agents": "tests.test_claims:agents", "claim_lease_seconds": lease}
+        )
+    )
+    gql = make_gql(client)
+    body = await gql(
+        'mutation { startRun(input: {agentId: "slow", prompt: "go"}) '
+        "{ ... on RunStarted { run { runId status } } } }"
+    )
+    run_id = body["data"]["startRun"]["run"]["runId"]
+    approve = await gql(
+        "mutation($r: ID!) { approveToolCall(input: {runId: $r, wait: false}) "
+        "{ ... on RunDecided { run { status } } } }",
+        {"r": run_id},
+    )
+    assert approve["data"]["approveToolCall"]["run"]["status"] == "RUNNING"
+    seen: list[str] = []
+    while not seen or seen[-1] == "RUNNING":
+        run = await gql("query($r: ID!) { agentRun(runId: $r) { status } }", {"r": run_id})
+        seen.append(run["data"]["agentRun"]["status"])
+        await asyncio.sleep(0.05)
+    assert "STALLED" not in seen
+    assert seen[-1] == "COMPLETED"
+    assert seen.count("RUNNING") >= 10  # it was watched across several lease periods
