@@ -90,7 +90,7 @@ class PythonRuntime:
         try:
             result = await self.agents[agent_id].run(prompt)
         except Exception as exc:
-            log.warning("agent run failed", extra={"agentId": agent_id, "reason": repr(exc)})
+            log.warning("agent run failed", exc_info=exc, extra={"agentId": agent_id})
             entry = self._finished(entry, Outcome(error=_describe(exc)), RunStatus.FAILED)
             await self.storage.runs.put_started(entry)
             return entry
@@ -121,9 +121,7 @@ class PythonRuntime:
             ):
                 after = await self._continue(entry)
         except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
-            log.warning(
-                "continuing a run failed", extra={"runId": entry.run_id, "reason": repr(exc)}
-            )
+            log.warning("continuing a run failed", exc_info=exc, extra={"runId": entry.run_id})
             after = self._finished(entry, Outcome(error=_describe(exc)), RunStatus.FAILED)
         if not await self.storage.runs.settle(after, self.instance_id):
             log.error("lost the claim of a run while continuing it", extra={"runId": entry.run_id})

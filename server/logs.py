@@ -1,4 +1,9 @@
-"""Structured logs: one JSON object a line, and one line per HTTP request."""
+"""Structured logs: one JSON object a line, and one line per HTTP request.
+
+A log line never holds a stack trace or an exception's message (either may carry
+document content or a credential): an exception is written as its type and the place
+that raised it, which is what an operator needs to find it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import json
 import logging
 import sys
 import time
+import traceback
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,9 +29,18 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         line.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
-        if record.exc_info:
-            line["exception"] = self.formatException(record.exc_info)
+        if record.exc_info and record.exc_info[1] is not None:
+            line.update(describe_exception(record.exc_info[1]))
         return json.dumps(line, default=str)
+
+
+def describe_exception(exc: BaseException) -> dict[str, str]:
+    described = {"errorType": type(exc).__name__}
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    if frames:
+        frame = frames[-1]
+        described["raisedAt"] = f"{frame.filename}:{frame.lineno} in {frame.name}"
+    return described
 
 
 def configure_logging(level: str) -> None:

@@ -219,7 +219,7 @@ def _as_datetime(value: Any, name: str) -> datetime:
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            raise MalformedSnapshot(f"{name} is not an ISO date: {value!r}") from None
+            raise MalformedSnapshot(f"{name} is a string that is not an ISO date") from None
     if not isinstance(value, datetime):
         raise MalformedSnapshot(f"{name} is missing or not a date")
     return value if value.tzinfo else value.replace(tzinfo=UTC)

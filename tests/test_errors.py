@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
+from server.logs import JsonFormatter
 from storage import RunIndex
 
 
@@ -18,7 +20,12 @@ async def test_internal_errors_are_masked_and_logged(gql, monkeypatch, caplog) -
     assert error["message"] == "Internal server error."
     assert error["extensions"] == {"code": "INTERNAL_SERVER_ERROR"}
     assert "secret" not in str(body)
-    assert "secret" in caplog.text  # the operator sees what happened
+    [record] = [r for r in caplog.records if r.getMessage() == "internal error"]
+    line = json.loads(JsonFormatter().format(record))
+    # The operator learns what and where, never the message or the trace.
+    assert line["errorType"] == "RuntimeError"
+    assert "test_errors.py" in line["raisedAt"] and "broken" in line["raisedAt"]
+    assert "secret" not in json.dumps(line) and "Traceback" not in json.dumps(line)
 
 
 async def test_syntax_errors_are_parse_failures(gql) -> None:
