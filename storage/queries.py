@@ -98,12 +98,3 @@ class Cursor:
             return cls(datetime.fromtimestamp(millis / 1000, tz=UTC), run_id)
         except (binascii.Error, ValueError, TypeError, OverflowError, OSError):
             raise InvalidCursor("the cursor is not one this server returned") from None
-
-    def after_query(self) -> Document:
-        """Runs strictly after this position; stable while others come and go."""
-        return {
-            "$or": [
-                {"createdAt": {"$lt": self.created_at}},
-                {"createdAt": self.created_at, "runId": {"$gt": self.run_id}},
-            ]
-        }

@@ -45,9 +45,29 @@ class RunIndex:
     ) -> list[RunEntry]:
         query = run_filter.to_query()
         if after is not None:
-            query = {"$and": [query, after.after_query()]}
+            query, skip = await self._after(query, run_filter, after)
         cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, skip=skip, limit=limit)
         return [entry async for doc in cursor if (entry := _read_entry(doc)) is not None]
+
+    async def _after(
+        self, query: Document, run_filter: RunFilter, after: Cursor
+    ) -> tuple[Document, int]:
+        """The runs after a cursor, as `createdAt <= c` less the ties at `c` already listed.
+
+        The same page as `createdAt < c or (createdAt == c and runId > r)`, in a form an index
+        serves: the embedded server scans for a top-level $or (120 ms against 7 ms at 10,000).
+        """
+        created = dict(query.get("createdAt", {}))
+        bound = created.get("$lte")
+        created["$lte"] = after.created_at if bound is None else min(bound, after.created_at)
+        ties = 0
+        in_range = (run_filter.from_date is None or run_filter.from_date <= after.created_at) and (
+            run_filter.to_date is None or after.created_at <= run_filter.to_date
+        )
+        if in_range:
+            seen = {**query, "createdAt": after.created_at, "runId": {"$lte": after.run_id}}
+            ties = await self.collection.count_documents(seen)
+        return {**query, "createdAt": created}, ties
 
     async def count(self, run_filter: RunFilter) -> int:
         return await self.collection.count_documents(run_filter.to_query())
@@ -64,20 +84,18 @@ class RunIndex:
     async def put_suspended(self, entries: Iterable[RunEntry]) -> int:
         """Write discovered suspended runs over what the index held for them.
 
-        Only over an entry that is older (an earlier `suspendedAt`) or ENDED: a follower
-        that read the snapshot before a decision was recorded must not write it back.
+        Only over an entry that is older (an earlier `suspendedAt`; ENDED ones included): a
+        follower that read the snapshot before a decision was recorded must not write it back.
         An entry in another state (claimed here, RUNNING) belongs to its claim holder.
         Where the filter misses, the upsert's insert hits the unique runId and is left.
         """
         ops = [
             UpdateOne(
+                # No top-level $or: the embedded server then scans instead of using runId.
                 {
                     "runId": e.run_id,
                     "status": {"$in": _SYNC_OWNED},
-                    "$or": [
-                        {"status": RunStatus.ENDED.value},
-                        {"suspendedAt": {"$lt": e.suspended_at}},
-                    ],
+                    "suspendedAt": {"$lt": e.suspended_at},
                 },
                 {
                     "$set": {k: v for k, v in e.to_document().items() if k not in _KEPT},

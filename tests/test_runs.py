@@ -277,3 +277,20 @@ async def test_total_is_counted_only_when_selected(snapshots, gql, monkeypatch) 
     body = await gql("{ suspendedRuns { ...P } } fragment P on SuspendedRunsPage { total }")
     assert body["data"]["suspendedRuns"]["total"] == 3
     assert counts == 1
+
+
+async def test_keyset_pages_within_a_date_range_equal_the_offset_listing(snapshots, gql) -> None:
+    await seed_runs(snapshots, 20)  # two runs a second: ties at every cursor
+    await eventually(lambda: has_total(gql, 20), within=3)
+    window = {"fromDate": "2026-11-01T12:00:02Z", "toDate": "2026-11-01T12:00:07Z"}
+    everything = await listed_ids(gql, filter=window)
+    assert len(everything) == 12
+    walked: list[str] = []
+    cursor = None
+    while True:
+        page = await list_runs(gql, filter=window, first=5, after=cursor)
+        walked += [r["runId"] for r in page["runs"]]
+        if not page["hasMore"]:
+            break
+        cursor = page["nextCursor"]
+    assert walked == everything
