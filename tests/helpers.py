@@ -59,6 +59,29 @@ def make_gql(client: httpx.AsyncClient, headers: dict[str, str] | None = None) -
     return run
 
 
+def as_mastra(run: dict[str, Any]) -> dict[str, Any]:
+    """Our run in the shape of Mastra's `AgentRun` JSON, which leaves absent fields out."""
+    calls = [
+        {k: v for k, v in call.items() if v is not None}
+        for call in (
+            {
+                k: c[k]
+                for k in ("toolCallId", "toolName", "args", "requiresApproval", "suspendPayload")
+            }
+            for c in run["toolCalls"]
+        )
+    ]
+    shaped = {
+        "runId": run["runId"],
+        "status": run["status"].lower(),
+        "threadId": run["threadId"],
+        "resourceId": run["resourceId"],
+        "suspendedAt": run["suspendedAt"],
+        "toolCalls": calls,
+    }
+    return {k: v for k, v in shaped.items() if v is not None}
+
+
 async def wait_ready(client: httpx.AsyncClient, within: float = 20.0) -> None:
     async with asyncio.timeout(within):
         while (await client.get("/readyz")).status_code != 200:

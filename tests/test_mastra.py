@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from server import Settings
-from tests.helpers import Gql, eventually, make_gql
+from tests.helpers import Gql, as_mastra, eventually, make_gql
 from tests.mastra_peer import MastraPeer, node_binary
 
 PEER_DB = "mastra_interop"
@@ -88,20 +88,6 @@ async def run_of(gql: Gql, run_id: str) -> dict[str, Any]:
 async def shows(gql: Gql, run_id: str, status: str = "SUSPENDED") -> bool:
     run = await run_of(gql, run_id)
     return run is not None and bool(run["status"] == status)
-
-
-def as_mastra(run: dict[str, Any]) -> dict[str, Any]:
-    """Our run in the shape of Mastra's `AgentRun` (absent and null are the same)."""
-    calls = [{k: v for k, v in call.items() if v is not None} for call in run["toolCalls"]]
-    shaped = {
-        "runId": run["runId"],
-        "status": run["status"].lower(),
-        "threadId": run["threadId"],
-        "resourceId": run["resourceId"],
-        "suspendedAt": run["suspendedAt"],
-        "toolCalls": calls,
-    }
-    return {k: v for k, v in shaped.items() if v is not None}
 
 
 async def test_the_listing_equals_the_peers_own(gql, peer: MastraPeer) -> None:

@@ -9,7 +9,15 @@ import pytest
 from bson import json_util
 
 from storage import RunIndex
-from tests.helpers import Gql, eventually, load_json, load_snapshots, make_gql, suspended_doc
+from tests.helpers import (
+    Gql,
+    as_mastra,
+    eventually,
+    load_json,
+    load_snapshots,
+    make_gql,
+    suspended_doc,
+)
 
 RUN_FIELDS = """
   runId agentId status runtime threadId resourceId createdAt suspendedAt
@@ -22,31 +30,6 @@ query List($filter: SuspendedRunsFilter, $page: Int, $perPage: Int, $first: Int,
   }}
 }}
 """
-CALL_FIELDS = ("toolCallId", "toolName", "args", "requiresApproval", "suspendPayload")
-
-
-def as_mastra(run: dict[str, Any]) -> dict[str, Any]:
-    """Our run in the shape of Mastra's `AgentRun`: absent and null are the same."""
-    shaped = {
-        "runId": run["runId"],
-        "status": run["status"].lower(),
-        "threadId": run["threadId"],
-        "resourceId": run["resourceId"],
-        "suspendedAt": run["suspendedAt"],
-        "toolCalls": [{k: call[k] for k in CALL_FIELDS} for call in run["toolCalls"]],
-    }
-    return shaped
-
-
-def mastra_run(run: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "runId": run["runId"],
-        "status": run["status"],
-        "threadId": run.get("threadId"),
-        "resourceId": run.get("resourceId"),
-        "suspendedAt": run["suspendedAt"],
-        "toolCalls": [{k: call.get(k) for k in CALL_FIELDS} for call in run["toolCalls"]],
-    }
 
 
 async def list_runs(gql: Gql, **variables: Any) -> dict[str, Any]:
@@ -82,7 +65,7 @@ async def test_listing_matches_what_mastra_returned(
     paging = {k: query[k] for k in ("page", "perPage") if k in query}
     page = await list_runs(gql, filter={"agentId": agent, **run_filter}, **paging)
     assert page["total"] == expected["total"]
-    assert [as_mastra(r) for r in page["runs"]] == [mastra_run(r) for r in expected["runs"]]
+    assert [as_mastra(r) for r in page["runs"]] == expected["runs"]
     assert {r["agentId"] for r in page["runs"]} <= {agent}
 
 
@@ -92,9 +75,7 @@ async def test_durable_run_is_listed_as_an_approval_with_args(snapshots, setting
     oracle = load_json("durable_list_suspended_runs.json")
     page = await list_runs(gql, filter={"agentId": oracle["agentId"]})
     assert page["total"] == oracle["expected"]["total"]
-    assert [as_mastra(r) for r in page["runs"]] == [
-        mastra_run(r) for r in oracle["expected"]["runs"]
-    ]
+    assert [as_mastra(r) for r in page["runs"]] == oracle["expected"]["runs"]
 
 
 def at(second: int) -> datetime:
