@@ -11,7 +11,7 @@ only what the caller may see; a run outside it answers exactly as an unknown run
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from graphql import GraphQLError
@@ -47,16 +47,7 @@ class Scope:
         return self.resource_ids is None or resource_id in self.resource_ids
 
     def narrow(self, run_filter: RunFilter) -> RunFilter:
-        return RunFilter(
-            agent_id=run_filter.agent_id,
-            thread_id=run_filter.thread_id,
-            resource_id=run_filter.resource_id,
-            from_date=run_filter.from_date,
-            to_date=run_filter.to_date,
-            status=run_filter.status,
-            resource_ids=self.resource_ids,
-            agent_ids=self.agent_ids,
-        )
+        return replace(run_filter, resource_ids=self.resource_ids, agent_ids=self.agent_ids)
 
 
 @dataclass(frozen=True, slots=True)

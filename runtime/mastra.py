@@ -10,7 +10,6 @@ slow or answers an error changes nothing here: the caller puts the run back as i
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -21,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from runtime.background import Background
 from runtime.claims import kept_claim
 from storage import Action, Outcome, RunEntry, RunStatus, Storage
 
@@ -162,7 +162,7 @@ class MastraRuntime:
         self.instance_id = instance_id
         self.lease = lease
         self.clock = clock
-        self._background: set[asyncio.Task[Any]] = set()
+        self.background = Background()
 
     def serves(self, agent_id: str) -> bool:
         return self.client.serves(agent_id)
@@ -209,11 +209,7 @@ class MastraRuntime:
         return after
 
     def continue_in_background(self, claimed: RunEntry, seen: RunEntry, tool_call_id: str) -> None:
-        self._spawn(self._quietly(self.continue_run(claimed, seen, tool_call_id)))
-
-    async def drain(self, within: float) -> None:
-        if self._background:
-            await asyncio.wait(self._background, timeout=within)
+        self.background.spawn(self._quietly(self.continue_run(claimed, seen, tool_call_id)))
 
     async def _put_back(self, seen: RunEntry) -> None:
         if await self.storage.runs.settle(replace(seen, claim=None), self.instance_id):
@@ -226,8 +222,3 @@ class MastraRuntime:
     async def _quietly(self, work: Coroutine[Any, Any, Any]) -> None:
         with contextlib.suppress(MastraUnavailable):  # already logged, and the run put back
             await work
-
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)

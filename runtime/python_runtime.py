@@ -9,11 +9,10 @@ process dies shows as STALLED instead of being run twice.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import typing
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -24,6 +23,7 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCa
 from pydantic_ai.run import AgentRunResult
 
 from runtime.agents import AgentMap
+from runtime.background import Background
 from runtime.claims import kept_claim
 from storage import (
     PYTHON_RUN_WORKFLOW,
@@ -64,7 +64,7 @@ class PythonRuntime:
         self.instance_id = instance_id
         self.lease = lease
         self.clock = clock
-        self._background: set[asyncio.Task[Any]] = set()
+        self.background = Background()
 
     def has_agent(self, agent_id: str) -> bool:
         return agent_id in self.agents
@@ -132,12 +132,7 @@ class PythonRuntime:
         return after
 
     def continue_in_background(self, entry: RunEntry) -> None:
-        self._spawn(self.continue_run(entry))
-
-    async def drain(self, within: float) -> None:
-        """Let background continuations finish (at shutdown), up to `within` seconds."""
-        if self._background:
-            await asyncio.wait(self._background, timeout=within)
+        self.background.spawn(self.continue_run(entry))
 
     async def _continue(self, entry: RunEntry) -> RunEntry:
         stored = await self.storage.python_snapshots.messages(entry.run_id)
@@ -180,11 +175,6 @@ class PythonRuntime:
 
     def _finished(self, entry: RunEntry, outcome: Outcome, status: RunStatus) -> RunEntry:
         return replace(entry, status=status, outcome=outcome, claim=None, ended_at=self.clock())
-
-    def _spawn(self, work: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.create_task(work)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
 
     def _return_type(self, agent_id: str, tool_name: str) -> Any:
         for toolset in self.agents[agent_id].toolsets:

@@ -121,8 +121,8 @@ def create_app(settings: Settings) -> Starlette:
         try:
             yield
         finally:
-            await runtime.drain(_DRAIN_SECONDS)
-            await app.state.mastra.drain(_DRAIN_SECONDS)
+            await runtime.background.drain(_DRAIN_SECONDS)
+            await app.state.mastra.background.drain(_DRAIN_SECONDS)
             await mastra_client.close()
             sync_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

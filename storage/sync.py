@@ -164,18 +164,21 @@ class SnapshotSync:
 
     async def current_entry(self, run_id: str) -> RunEntry | None:
         """A Mastra run as its snapshot says now: its suspended entry, or None if it is not."""
-        doc = await self.snapshots.find_one(
-            {"workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)}, "run_id": run_id}
-        )
+        doc = await self._mastra_snapshot(run_id)
         return _extract_or_log(doc) if doc else None
 
     async def refresh(self, run_id: str) -> None:
         """Bring a run's entry in line with its snapshot (after a Mastra call that failed)."""
-        entry = await self.current_entry(run_id)
-        if entry is None:
+        doc = await self._mastra_snapshot(run_id)
+        if doc is None:
             await self.index.end_runs([run_id], self.clock())
         else:
-            await self._put_changed([entry])
+            await self.apply_document(doc)
+
+    async def _mastra_snapshot(self, run_id: str) -> Document | None:
+        return await self.snapshots.find_one(
+            {"workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)}, "run_id": run_id}
+        )
 
     # -- change stream ---------------------------------------------------------------
 

@@ -1,0 +1,23 @@
+"""Continuations that answer before they finish (`wait: false`): each task is kept
+referenced until it ends (asyncio keeps only weak ones), and drained at shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+
+class Background:
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self, within: float) -> None:
+        """Let what runs finish, up to `within` seconds."""
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=within)
