@@ -21,7 +21,7 @@ from storage.types import Document, RunStatus
 
 log = logging.getLogger(__name__)
 
-_LIST_PROJECTION = {"_id": 0, "snapshotId": 0}
+_LIST_PROJECTION = {"_id": 0, "snapshotId": 0}  # pages are only read, never written back
 _SYNC_OWNED = [RunStatus.SUSPENDED.value, RunStatus.ENDED.value]
 _KEPT = ("version", "endedAt")  # maintained by the update itself
 _DUPLICATE_KEY = 11000
@@ -73,7 +73,8 @@ class RunIndex:
         return await self.collection.count_documents(run_filter.to_query())
 
     async def get(self, run_id: str) -> RunEntry | None:
-        doc = await self.collection.find_one({"runId": run_id}, _LIST_PROJECTION)
+        """The whole entry (its snapshotId too): what `get` reads may be written back."""
+        doc = await self.collection.find_one({"runId": run_id}, {"_id": 0})
         return _read_entry(doc) if doc else None
 
     async def discovered_versions(self) -> dict[str, tuple[str, Any]]:

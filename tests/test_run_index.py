@@ -84,3 +84,18 @@ async def test_the_follower_leaves_a_claimed_run_to_its_claim_holder(index: RunI
     settled = replace(stored, status=RunStatus.COMPLETED, ended_at=T0, claim=None)
     assert await index.settle(settled, "someone else") is False
     assert await index.settle(settled, "me") is True
+
+
+async def test_a_run_read_claimed_and_put_back_still_ends_with_its_snapshot(
+    index: RunIndex,
+) -> None:
+    # A Mastra call that fails puts the run back as it was read; its snapshot id must
+    # survive, or the delete event (which carries only the snapshot's _id) misses it.
+    await index.put_started(entry(snapshot_id="snap-1"))
+    seen = await index.get("r-1")
+    assert seen is not None and seen.snapshot_id == "snap-1"
+    claim = Claim("me", T0, T0 + timedelta(minutes=1))
+    decided = seen.with_decision("c-1", Decision(Action.APPROVE, "a", T0))
+    assert await index.apply_decision(seen, decided, claim)
+    assert await index.settle(replace(seen, claim=None), "me")
+    assert await index.end_by_snapshot("snap-1", T0) == 1
