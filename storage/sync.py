@@ -194,14 +194,15 @@ class SnapshotSync:
             return False
 
     async def _follow_change_stream(self) -> None:
-        reconciled = False
         while True:
             try:
-                async with await self._open_stream() as stream:
-                    if not reconciled:
-                        # Opened first, so nothing written during the reconcile is missed.
+                stream, resumed = await self._open_stream()
+                async with stream:
+                    if not resumed or self.following is None:
+                        # Opened first, so nothing written during the reconcile is missed;
+                        # needed at start-up and whenever the stream could not resume.
                         await self.reconcile()
-                        reconciled = True
+                    if self.following is None:
                         self.following = SyncMode.CHANGE_STREAM
                         log.info("following snapshots by change stream")
                     async for change in _changes(stream):
@@ -213,20 +214,19 @@ class SnapshotSync:
                 log.warning("change stream interrupted; reopening", extra={"reason": str(exc)})
                 await asyncio.sleep(_RETRY_DELAY)
 
-    async def _open_stream(self) -> AsyncChangeStream[Document]:
+    async def _open_stream(self) -> tuple[AsyncChangeStream[Document], bool]:
+        """A stream on the snapshots, and whether it resumed from the stored token."""
         token = await self._load_token()
         if token is not None:
             try:
-                return await self.snapshots.watch(
+                stream = await self.snapshots.watch(
                     full_document="updateLookup", resume_after=token, max_await_time_ms=500
                 )
+                return stream, True
             except OperationFailure as exc:
-                log.warning(
-                    "stored resume token no longer valid; reconciling instead",
-                    extra={"reason": str(exc)},
-                )
-                await self.reconcile()
-        return await self.snapshots.watch(full_document="updateLookup", max_await_time_ms=500)
+                log.warning("stored resume token no longer valid", extra={"reason": str(exc)})
+        stream = await self.snapshots.watch(full_document="updateLookup", max_await_time_ms=500)
+        return stream, False
 
     async def _apply_change(self, change: Document) -> None:
         operation = change.get("operationType")

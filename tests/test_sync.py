@@ -122,3 +122,26 @@ async def test_fixture_documents_reconcile_to_one_entry_per_run(
     # Six Mastra runs, each with an `executionWorkflow` sibling that is not a run of its own.
     assert page["total"] == 6
     assert len({r["runId"] for r in page["runs"]}) == 6
+
+
+async def test_a_stale_resume_token_means_one_reconcile_not_two(
+    db, snapshots, settings: Settings, start_app, monkeypatch
+) -> None:
+    from storage import SnapshotSync
+
+    await db[SYNC_STATE_COLLECTION].insert_one(
+        {"_id": "snapshot-change-stream", "resumeToken": {"_data": "00"}}  # not resumable
+    )
+    calls = 0
+    real = SnapshotSync.reconcile
+
+    async def counting(self: SnapshotSync) -> object:
+        nonlocal calls
+        calls += 1
+        return await real(self)
+
+    monkeypatch.setattr(SnapshotSync, "reconcile", counting)
+    gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
+    assert calls == 1
+    await snapshots.insert_one(suspended_doc("after-stale-token"))
+    await eventually(lambda: listed(gql, "after-stale-token"), within=2)
