@@ -201,9 +201,9 @@ class MastraRuntime:
         if current is not None:  # suspended again, on its next call
             after = replace(current, version=claimed.version, claim=None)
         elif end.error is not None:
-            after = self._finished(claimed, RunStatus.FAILED, Outcome(error=end.error))
+            after = claimed.finished(RunStatus.FAILED, Outcome(error=end.error), self.clock())
         else:
-            after = self._finished(claimed, RunStatus.COMPLETED, Outcome(output=end.text))
+            after = claimed.finished(RunStatus.COMPLETED, Outcome(output=end.text), self.clock())
         if not await self.storage.runs.settle(after, self.instance_id):
             log.error("lost the claim of a Mastra run", extra={"runId": claimed.run_id})
         return after
@@ -215,9 +215,6 @@ class MastraRuntime:
         if await self.storage.runs.settle(replace(seen, claim=None), self.instance_id):
             # Mastra may have moved the run on although the call failed: look.
             await self.storage.sync.refresh(seen.run_id)
-
-    def _finished(self, entry: RunEntry, status: RunStatus, outcome: Outcome) -> RunEntry:
-        return replace(entry, status=status, outcome=outcome, claim=None, ended_at=self.clock())
 
     async def _quietly(self, work: Coroutine[Any, Any, Any]) -> None:
         with contextlib.suppress(MastraUnavailable):  # already logged, and the run put back

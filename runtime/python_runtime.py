@@ -91,7 +91,7 @@ class PythonRuntime:
             result = await self.agents[agent_id].run(prompt)
         except Exception as exc:
             log.warning("agent run failed", exc_info=exc, extra={"agentId": agent_id})
-            entry = self._finished(entry, Outcome(error=_describe(exc)), RunStatus.FAILED)
+            entry = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
             await self.storage.runs.put_started(entry)
             return entry
         entry = await self._rest(entry, result)
@@ -122,7 +122,7 @@ class PythonRuntime:
                 after = await self._continue(entry)
         except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
             log.warning("continuing a run failed", exc_info=exc, extra={"runId": entry.run_id})
-            after = self._finished(entry, Outcome(error=_describe(exc)), RunStatus.FAILED)
+            after = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
         if not await self.storage.runs.settle(after, self.instance_id):
             log.error("lost the claim of a run while continuing it", extra={"runId": entry.run_id})
         if after.status is RunStatus.COMPLETED:
@@ -159,7 +159,7 @@ class PythonRuntime:
         """The entry where a run came to rest; a suspended run's snapshot is written here."""
         output = result.output
         if not isinstance(output, DeferredToolRequests):
-            return self._finished(entry, Outcome(output=_plain(output)), RunStatus.COMPLETED)
+            return entry.finished(RunStatus.COMPLETED, Outcome(output=_plain(output)), self.clock())
         now = self.clock()
         resting = replace(
             entry,
@@ -172,9 +172,6 @@ class PythonRuntime:
         messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
         snapshot_id = await self.storage.python_snapshots.put(resting, messages)
         return replace(resting, snapshot_id=snapshot_id)
-
-    def _finished(self, entry: RunEntry, outcome: Outcome, status: RunStatus) -> RunEntry:
-        return replace(entry, status=status, outcome=outcome, claim=None, ended_at=self.clock())
 
     def _return_type(self, agent_id: str, tool_name: str) -> Any:
         for toolset in self.agents[agent_id].toolsets:

@@ -148,6 +148,10 @@ class RunEntry:
         )
         return replace(self, tool_calls=calls)
 
+    def finished(self, status: RunStatus, outcome: Outcome, at: datetime) -> RunEntry:
+        """This run come to an end (COMPLETED or FAILED), its claim let go."""
+        return replace(self, status=status, outcome=outcome, claim=None, ended_at=at)
+
     def to_document(self) -> Document:
         return {
             "runId": self.run_id,
