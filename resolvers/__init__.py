@@ -1,11 +1,11 @@
 """Query and mutation resolvers: GraphQL arguments -> storage and runtime calls."""
 
-from resolvers.access import OPEN_ACCESS, ForbiddenQuery, Principal, Role, Scope
-from resolvers.agents import AgentSummary, agents, decision_log, reconcile, start_run
-from resolvers.context import Context
-from resolvers.decisions import DecisionRequest, decide
-from resolvers.errors import PUBLIC_CODES, BadUserInput
-from resolvers.outcomes import (
+from suspended_runs.resolvers.access import OPEN_ACCESS, ForbiddenQuery, Principal, Role, Scope
+from suspended_runs.resolvers.agents import AgentSummary, agents, decision_log, reconcile, start_run
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.decisions import DecisionRequest, decide
+from suspended_runs.resolvers.errors import PUBLIC_CODES, BadUserInput
+from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
     DecisionOutcome,
     ExecutorUnavailable,
@@ -14,12 +14,12 @@ from resolvers.outcomes import (
     RunDecided,
     RunNotFound,
     RunNotSuspended,
-    RunsReconciled,
     RunStarted,
+    StartOutcome,
     ToolCallNotFound,
     WrongSuspensionKind,
 )
-from resolvers.runs import (
+from suspended_runs.resolvers.runs import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
     Paging,
@@ -52,8 +52,8 @@ __all__ = [
     "RunNotSuspended",
     "RunStarted",
     "RunsPage",
-    "RunsReconciled",
     "Scope",
+    "StartOutcome",
     "ToolCallNotFound",
     "WrongSuspensionKind",
     "agent_run",

@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from graphql import GraphQLError
 
-from storage import RunEntry, RunFilter
+from suspended_runs.storage import RunEntry, RunFilter
 
 
 class Role(StrEnum):

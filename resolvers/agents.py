@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from resolvers.access import Role, Scope, require
-from resolvers.context import Context
-from resolvers.outcomes import ExecutorUnavailable, Forbidden, RunsReconciled, RunStarted
-from storage import AuditRecord, RunFilter, Runtime
+from suspended_runs.resolvers.access import Role, Scope, require
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.outcomes import (
+    ExecutorUnavailable,
+    Forbidden,
+    RunStarted,
+)
+from suspended_runs.storage import AuditRecord, ReconcileReport, RunFilter, Runtime
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,9 +29,10 @@ async def agents(context: Context) -> list[AgentSummary]:
     counts = await context.storage.runs.suspended_by_agent(
         RunFilter(resource_ids=scope.resource_ids, agent_ids=scope.agent_ids)
     )
-    for agent_id in context.runtime.agents:
-        if scope.allows_agent(agent_id):
-            counts.setdefault((agent_id, Runtime.PYTHON.value), 0)
+    for kind, runtime in context.runtimes.by_kind.items():
+        for agent_id in runtime.agent_ids():
+            if scope.allows_agent(agent_id):
+                counts.setdefault((agent_id, kind.value), 0)
     return [
         AgentSummary(agent_id, Runtime(runtime), count)
         for (agent_id, runtime), count in sorted(counts.items())
@@ -48,9 +53,10 @@ async def start_run(
         principal.scope.allows_agent(agent_id) and principal.scope.allows_resource(resource_id)
     ):
         return Forbidden(Role.ADMIN.value, "that agent or resource is outside your scope")
-    if not context.runtime.has_agent(agent_id):
+    runtime = context.runtimes.starting(agent_id)
+    if runtime is None:
         return ExecutorUnavailable(None, agent_id, f"no Python agent {agent_id!r} is registered")
-    entry = await context.runtime.start(agent_id, prompt, thread_id, resource_id)
+    entry = await runtime.start(agent_id, prompt, thread_id, resource_id)
     return RunStarted(entry)
 
 
@@ -63,8 +69,7 @@ async def decision_log(context: Context, run_id: str) -> list[AuditRecord]:
     return await context.storage.decisions.for_run(run_id)
 
 
-async def reconcile(context: Context) -> RunsReconciled | Forbidden:
+async def reconcile(context: Context) -> ReconcileReport | Forbidden:
     if not context.principal.may(Role.ADMIN):
         return Forbidden(Role.ADMIN.value, "reconciling needs the admin role")
-    report = await context.storage.sync.reconcile()
-    return RunsReconciled(report.scanned, report.written, report.ended, report.skipped)
+    return await context.storage.sync.reconcile()

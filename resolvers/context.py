@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from resolvers.access import Principal
-from runtime import MastraRuntime, PythonRuntime
-from storage import Storage
+from suspended_runs.resolvers.access import Principal
+from suspended_runs.runtime import Runtimes
+from suspended_runs.storage import Storage
 
 
 @dataclass(frozen=True, slots=True)
 class Context:
     storage: Storage
-    runtime: PythonRuntime
-    mastra: MastraRuntime
+    runtimes: Runtimes
     principal: Principal
     actor: str
     """Who is asking, as the audit log records it: the authenticated subject, else a header."""

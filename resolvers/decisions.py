@@ -12,12 +12,13 @@ import asyncio
 import hashlib
 import json
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
-from resolvers.access import Role
-from resolvers.context import Context
-from resolvers.errors import BadUserInput
-from resolvers.outcomes import (
+from suspended_runs.resolvers.access import Role
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.errors import BadUserInput
+from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
     DecisionOutcome,
     ExecutorUnavailable,
@@ -32,9 +33,18 @@ from resolvers.outcomes import (
     encode,
     kind,
 )
-from runtime import InvalidResumeData as ResumeDataRejected
-from runtime import MastraUnavailable
-from storage import Action, AuditRecord, Claim, Decision, RunEntry, RunStatus, Runtime, ToolCall
+from suspended_runs.runtime import AgentRuntime, Continuation
+from suspended_runs.storage import (
+    Action,
+    AuditRecord,
+    Decision,
+    DecisionContention,
+    NotApplied,
+    ResumeDataRejected,
+    RunEntry,
+    RunStatus,
+    ToolCall,
+)
 
 _ATTEMPTS = 50
 """Lost races before giving up: each loss means another decision on this run was recorded."""
@@ -82,7 +92,7 @@ async def decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
             tool_call_id=_call_id_of(outcome) or request.tool_call_id,
             action=request.action.value,
             by=context.actor,
-            at=context.runtime.clock(),
+            at=context.runtimes.claims.clock(),
             outcome=kind(outcome),
             reason=request.reason,
             resume_data=request.resume_data,
@@ -97,7 +107,7 @@ async def _earlier_answer(
 ) -> DecisionOutcome | None:
     log = context.storage.decisions
     for _ in range(3):  # a first caller that failed lets the key go; then take it over
-        use = await log.take_key(key, request.fingerprint(), context.runtime.clock())
+        use = await log.take_key(key, request.fingerprint(), context.runtimes.claims.clock())
         if use is None:
             return None
         if use.request_hash != request.fingerprint():
@@ -109,98 +119,99 @@ async def _earlier_answer(
         if answer is not None:
             outcome: DecisionOutcome = decode(answer)
             return outcome
-    raise RuntimeError("an idempotency key kept changing hands")
+    raise DecisionContention("an idempotency key kept changing hands")
 
 
 async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
-    runs, runtime = context.storage.runs, context.runtime
+    """Look at the run, and record the decision with one conditional update; a lost race
+    means another decision on this run was recorded first, so look again."""
     for _ in range(_ATTEMPTS):
-        now = runtime.clock()
-        entry = await runs.get(request.run_id)
+        entry = await context.storage.runs.get(request.run_id)
         if entry is None or not context.principal.scope.allows(entry):
             return RunNotFound(request.run_id, f"no run {request.run_id}")
-        status = entry.status_at(now)
-        if status is not RunStatus.SUSPENDED:
-            return RunNotSuspended(
-                entry.run_id, status, f"run {entry.run_id} is {status.value}, not SUSPENDED"
-            )
-        mastra = entry.runtime is Runtime.MASTRA
-        if not (context.mastra.serves if mastra else runtime.has_agent)(entry.agent_id):
-            return ExecutorUnavailable(
-                entry.run_id,
-                entry.agent_id,
-                f"no runtime here can continue runs of {entry.runtime.value} agent "
-                f"{entry.agent_id!r}",
-            )
-        call = _pick_call(entry, request.tool_call_id)
-        if call is None:
-            return ToolCallNotFound(
-                entry.run_id,
-                request.tool_call_id or "",
-                f"run {entry.run_id} has no tool call {request.tool_call_id}",
-            )
-        call_id = call.tool_call_id or ""
-        wrong = _kind_mismatch(request.action, call)
-        if wrong is not None:
-            return WrongSuspensionKind(entry.run_id, call_id, call.requires_approval, wrong)
-        if call.decision is not None:
-            return AlreadyDecided(
-                entry.run_id,
-                call_id,
-                call.decision,
-                f"tool call {call_id} was already decided: {call.decision.action.value}",
-            )
-        if request.action is Action.RESUME and not mastra:  # Mastra checks its own schemas
-            try:
-                runtime.resume_value(entry, call, request.resume_data)
-            except ResumeDataRejected as exc:
-                return InvalidResumeData(entry.run_id, call_id, str(exc))
-        decision = Decision(
-            action=request.action,
-            by=context.actor,
-            at=now,
-            reason=request.reason,
-            resume_data=request.resume_data,
+        runtime = context.runtimes.for_run(entry)
+        now = context.runtimes.claims.clock()
+        looked = _look(entry, runtime, request, now)
+        if not isinstance(looked, ToolCall):
+            return looked
+        call_id = looked.tool_call_id or ""
+        decided = entry.with_decision(
+            call_id,
+            Decision(request.action, context.actor, now, request.reason, request.resume_data),
         )
-        decided = entry.with_decision(call_id, decision)
-        # Mastra takes each decision at once (it asks parallel approvals one at a time);
-        # a Python run is continued when its last pending call is decided.
-        last = mastra or not decided.pending_calls()
-        claim = Claim(runtime.instance_id, now, now + runtime.lease) if last else None
-        if not await runs.apply_decision(entry, decided, claim):
-            continue  # another decision on this run got there first: look again
-        decided = replace(decided, version=entry.version + 1)
-        if mastra:
-            assert claim is not None
-            return await _continue_mastra(context, request, entry, decided, claim, call_id)
-        await context.storage.python_snapshots.record_decisions(decided)
-        if claim is None:
-            return RunDecided(decided, call_id)
-        claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
-        if not request.wait:
-            runtime.continue_in_background(claimed)
-            return RunDecided(claimed, call_id)
-        # Shielded: a client that hangs up does not stop a continuation half-way.
-        return RunDecided(await asyncio.shield(runtime.continue_run(claimed)), call_id)
-    raise RuntimeError(f"could not record a decision on run {request.run_id}: too much contention")
+        last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
+        claim = context.runtimes.claims.new_claim(now) if last else None
+        if await context.storage.runs.apply_decision(entry, decided, claim):
+            decided = replace(decided, version=entry.version + 1)
+            await runtime.record_decision(decided)
+            if claim is None:
+                return RunDecided(decided, call_id)
+            claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
+            return await _continue(context, request, Continuation(claimed, entry, call_id))
+    raise DecisionContention(f"could not record a decision on run {request.run_id}")
 
 
-async def _continue_mastra(
-    context: Context,
-    request: DecisionRequest,
-    seen: RunEntry,
-    decided: RunEntry,
-    claim: Claim,
-    call_id: str,
+def _look(
+    entry: RunEntry, runtime: AgentRuntime, request: DecisionRequest, now: datetime
+) -> ToolCall | DecisionOutcome:
+    """The pending call that `request` decides, or why it cannot be decided."""
+    status = entry.status_at(now)
+    if status is not RunStatus.SUSPENDED:
+        return RunNotSuspended(
+            entry.run_id, status, f"run {entry.run_id} is {status.value}, not SUSPENDED"
+        )
+    if not runtime.serves(entry.agent_id):
+        return ExecutorUnavailable(
+            entry.run_id,
+            entry.agent_id,
+            f"no runtime here can continue runs of {entry.runtime.value} agent {entry.agent_id!r}",
+        )
+    call = _pick_call(entry, request.tool_call_id)
+    if call is None:
+        return ToolCallNotFound(
+            entry.run_id,
+            request.tool_call_id or "",
+            f"run {entry.run_id} has no tool call {request.tool_call_id}",
+        )
+    return _refusal(entry, runtime, call, request) or call
+
+
+def _refusal(
+    entry: RunEntry, runtime: AgentRuntime, call: ToolCall, request: DecisionRequest
+) -> DecisionOutcome | None:
+    """Why this call cannot take this decision, if it cannot."""
+    call_id = call.tool_call_id or ""
+    wrong = _kind_mismatch(request.action, call)
+    if wrong is not None:
+        return WrongSuspensionKind(entry.run_id, call_id, call.requires_approval, wrong)
+    if call.decision is not None:
+        return AlreadyDecided(
+            entry.run_id,
+            call_id,
+            call.decision,
+            f"tool call {call_id} was already decided: {call.decision.action.value}",
+        )
+    if request.action is Action.RESUME:
+        try:
+            runtime.check_resume_data(entry, call, request.resume_data)
+        except ResumeDataRejected as exc:
+            return InvalidResumeData(entry.run_id, call_id, str(exc))
+    return None
+
+
+async def _continue(
+    context: Context, request: DecisionRequest, continuation: Continuation
 ) -> DecisionOutcome:
-    claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
+    claimed, call_id = continuation.claimed, continuation.tool_call_id
     if not request.wait:
-        context.mastra.continue_in_background(claimed, seen, call_id)
+        context.runtimes.continue_in_background(continuation)
         return RunDecided(claimed, call_id)
+    runtime = context.runtimes.for_run(claimed)
     try:
-        after = await asyncio.shield(context.mastra.continue_run(claimed, seen, call_id))
-    except MastraUnavailable as exc:
-        return ExecutorUnavailable(seen.run_id, seen.agent_id, str(exc))
+        # Shielded: a client that hangs up does not stop a continuation half-way.
+        after = await asyncio.shield(runtime.continue_run(continuation))
+    except NotApplied as exc:
+        return ExecutorUnavailable(claimed.run_id, claimed.agent_id, str(exc))
     return RunDecided(after, call_id)
 
 

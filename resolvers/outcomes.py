@@ -19,9 +19,9 @@ Outcomes are plain data, so an idempotency key can store one and answer it again
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, get_args
 
-from storage import Decision, Document, RunEntry, RunStatus
+from suspended_runs.storage import Decision, Document, RunEntry, RunStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,14 +91,6 @@ class Forbidden:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class RunsReconciled:
-    scanned: int
-    written: int
-    ended: int
-    skipped: int
-
-
 DecisionOutcome = (
     RunDecided
     | RunNotFound
@@ -111,20 +103,11 @@ DecisionOutcome = (
     | Forbidden
 )
 
+StartOutcome = RunStarted | ExecutorUnavailable | Forbidden
+
+# Every stored answer is one of these; an idempotency record names its member by kind.
 _KINDS: dict[str, type[Any]] = {
-    cls.__name__: cls
-    for cls in (
-        RunDecided,
-        RunStarted,
-        RunNotFound,
-        RunNotSuspended,
-        ToolCallNotFound,
-        WrongSuspensionKind,
-        AlreadyDecided,
-        InvalidResumeData,
-        ExecutorUnavailable,
-        Forbidden,
-    )
+    cls.__name__: cls for cls in (*get_args(DecisionOutcome), *get_args(StartOutcome))
 }
 
 

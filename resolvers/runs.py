@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from resolvers.access import Role, require
-from resolvers.context import Context
-from resolvers.errors import BadUserInput
-from storage import Cursor, InvalidCursor, RunEntry, RunFilter, RunIndex
+from suspended_runs.resolvers.access import Role, require
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.errors import BadUserInput
+from suspended_runs.storage import Cursor, InvalidCursor, RunEntry, RunFilter, RunIndex
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500

@@ -1,18 +1,24 @@
-"""What continues a run after a decision: Python agents on pydantic-ai (later, Mastra servers)."""
+"""What continues a run after a decision: Python agents (pydantic-ai) and Mastra servers,
+behind one interface (`AgentRuntime`), chosen per run by its `runtime`."""
 
-from runtime.agents import AgentMap, AgentsNotLoadable, load_agents
-from runtime.mastra import MastraClient, MastraRuntime, MastraServers, MastraUnavailable, StreamEnd
-from runtime.python_runtime import InvalidResumeData, PythonRuntime, now_ms
+from suspended_runs.runtime.agents import AgentMap, load_agents
+from suspended_runs.runtime.claims import ClaimKeeper, now_ms
+from suspended_runs.runtime.mastra import MastraClient, MastraRuntime, MastraServers, StreamEnd
+from suspended_runs.runtime.protocol import AgentRuntime, Capabilities, Continuation
+from suspended_runs.runtime.python_runtime import PythonRuntime
+from suspended_runs.runtime.runtimes import Runtimes
 
 __all__ = [
     "AgentMap",
-    "AgentsNotLoadable",
-    "InvalidResumeData",
+    "AgentRuntime",
+    "Capabilities",
+    "ClaimKeeper",
+    "Continuation",
     "MastraClient",
     "MastraRuntime",
     "MastraServers",
-    "MastraUnavailable",
     "PythonRuntime",
+    "Runtimes",
     "StreamEnd",
     "load_agents",
     "now_ms",

@@ -8,11 +8,9 @@ from typing import Any
 
 from pydantic_ai import Agent
 
+from suspended_runs.storage import AgentsNotLoadable
+
 AgentMap = Mapping[str, Agent[Any, Any]]
-
-
-class AgentsNotLoadable(ValueError):
-    """AGENTS names no mapping of agent ids to pydantic-ai agents."""
 
 
 def load_agents(spec: str) -> dict[str, Agent[Any, Any]]:

@@ -1,32 +1,54 @@
-"""Keeping a claim: the lease of a run being continued is renewed while the work goes on,
-so only a run whose process died (and stopped renewing) shows as STALLED."""
+"""Claims held by this process: one keeper for every runtime.
+
+A decision that completes a run's pending calls claims it (storage/run_index.py); the
+holder continues it. The lease is renewed while the work goes on, so only a run whose
+process died (and stopped renewing) shows as STALLED, and is reported, never re-run.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
-from storage import RunIndex
+from suspended_runs.storage import Claim, RunEntry, RunIndex
 
 
-@contextlib.asynccontextmanager
-async def kept_claim(
-    runs: RunIndex,
-    run_id: str,
-    holder: str,
-    lease: timedelta,
-    clock: Callable[[], datetime],
-) -> AsyncIterator[None]:
-    async def renew() -> None:
-        while True:
-            await asyncio.sleep(lease.total_seconds() / 3)
-            with contextlib.suppress(Exception):  # a missed renewal is retried next beat
-                await runs.renew_claim(run_id, holder, clock() + lease)
+def now_ms() -> datetime:
+    """Now, at BSON's precision, so what is written compares equal to what is read back."""
+    now = datetime.now(UTC)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
-    beat = asyncio.create_task(renew())
-    try:
-        yield
-    finally:
-        beat.cancel()
+
+@dataclass(frozen=True, slots=True)
+class ClaimKeeper:
+    runs: RunIndex
+    instance_id: str
+    """Names this process in every claim it holds."""
+    lease: timedelta
+    clock: Callable[[], datetime] = now_ms
+
+    def new_claim(self, now: datetime) -> Claim:
+        return Claim(self.instance_id, now, now + self.lease)
+
+    @contextlib.asynccontextmanager
+    async def kept(self, run_id: str) -> AsyncIterator[None]:
+        """Renew the claim of `run_id` every third of the lease while the block runs."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self.lease.total_seconds() / 3)
+                with contextlib.suppress(Exception):  # a missed renewal is retried next beat
+                    await self.runs.renew_claim(run_id, self.instance_id, self.clock() + self.lease)
+
+        beat = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            beat.cancel()
+
+    async def settle(self, entry: RunEntry) -> bool:
+        """Write where a claimed run came to rest, if this process still holds its claim."""
+        return await self.runs.settle(entry, self.instance_id)

@@ -10,19 +10,26 @@ slow or answers an error changes nothing here: the caller puts the run back as i
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
 
-from runtime.background import Background
-from runtime.claims import kept_claim
-from storage import Action, Outcome, RunEntry, RunStatus, Storage
+from suspended_runs.runtime.claims import ClaimKeeper
+from suspended_runs.runtime.protocol import Capabilities, Continuation
+from suspended_runs.storage import (
+    Action,
+    NotApplied,
+    Outcome,
+    RunEntry,
+    RunStatus,
+    Runtime,
+    Storage,
+    ToolCall,
+)
 
 log = logging.getLogger(__name__)
 
@@ -31,10 +38,6 @@ _ROUTES = {
     Action.DECLINE: "decline-tool-call",
     Action.RESUME: "resume-stream",
 }
-
-
-class MastraUnavailable(Exception):
-    """The Mastra server could not apply the decision: down, timed out, or an error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +88,7 @@ class MastraClient:
     ) -> StreamEnd:
         base = self.servers.url_for(agent_id)
         if base is None:
-            raise MastraUnavailable(f"no Mastra server is configured for agent {agent_id!r}")
+            raise NotApplied(f"no Mastra server is configured for agent {agent_id!r}")
         body: dict[str, Any] = {"runId": run_id, "toolCallId": tool_call_id}
         if action is Action.DECLINE and reason is not None:
             body["reason"] = reason  # surfaced to the model, as Mastra's approval schema says
@@ -96,16 +99,14 @@ class MastraClient:
             async with self._http.stream("POST", url, json=body) as response:
                 if response.status_code >= 400:
                     detail = (await response.aread()).decode(errors="replace")[:500]
-                    raise MastraUnavailable(
-                        f"Mastra answered HTTP {response.status_code}: {detail}"
-                    )
+                    raise NotApplied(f"Mastra answered HTTP {response.status_code}: {detail}")
                 return await _read_stream(response)
         except httpx.TimeoutException:
-            raise MastraUnavailable(
+            raise NotApplied(
                 f"Mastra did not answer within {self.servers.timeout_seconds:g}s"
             ) from None
         except httpx.HTTPError as exc:
-            raise MastraUnavailable(f"Mastra could not be reached: {type(exc).__name__}") from None
+            raise NotApplied(f"Mastra could not be reached: {type(exc).__name__}") from None
 
 
 async def _read_stream(response: httpx.Response) -> StreamEnd:
@@ -132,7 +133,7 @@ async def _read_stream(response: httpx.Response) -> StreamEnd:
         elif kind in ("error", "tripwire"):
             error = _error_text(payload)
     if not done:
-        raise MastraUnavailable("Mastra's event stream ended before [DONE]")
+        raise NotApplied("Mastra's event stream ended before [DONE]")
     return StreamEnd(text="".join(text), error=error, suspended=suspended)
 
 
@@ -148,74 +149,77 @@ def _error_text(payload: Any) -> str:
 class MastraRuntime:
     """Continues a claimed Mastra run through its server, and settles where it came to rest."""
 
-    def __init__(
-        self,
-        client: MastraClient,
-        storage: Storage,
-        *,
-        instance_id: str,
-        lease: timedelta,
-        clock: Callable[[], datetime],
-    ) -> None:
+    kind = Runtime.MASTRA
+    capabilities = Capabilities(
+        starts_runs=False,  # Mastra starts its own runs
+        validates_resume_data=False,  # Mastra checks resume data against its own schemas
+        continues_each_decision=True,  # Mastra asks parallel approvals one at a time
+    )
+
+    def __init__(self, client: MastraClient, storage: Storage, claims: ClaimKeeper) -> None:
         self.client = client
         self.storage = storage
-        self.instance_id = instance_id
-        self.lease = lease
-        self.clock = clock
-        self.background = Background()
+        self.claims = claims
 
     def serves(self, agent_id: str) -> bool:
         return self.client.serves(agent_id)
 
-    async def continue_run(self, claimed: RunEntry, seen: RunEntry, tool_call_id: str) -> RunEntry:
-        """Send the claimed run's decision; the settled entry.
+    def agent_ids(self) -> Iterable[str]:
+        return self.client.servers.agent_urls.keys()
 
-        Raises MastraUnavailable after putting the run back as it was `seen`: the decision
-        is not applied and can be made again.
-        """
-        call = next(c for c in claimed.tool_calls if c.tool_call_id == tool_call_id)
+    async def start(
+        self, agent_id: str, prompt: str, thread_id: str | None, resource_id: str | None
+    ) -> RunEntry:
+        raise NotApplied("Mastra runs are started by Mastra, not here")
+
+    def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
+        return None
+
+    async def record_decision(self, decided: RunEntry) -> None:
+        return None  # Mastra's snapshot learns of the decision from Mastra itself
+
+    async def continue_run(self, continuation: Continuation) -> RunEntry:
+        claimed, seen = continuation.claimed, continuation.seen
+        call = next(c for c in claimed.tool_calls if c.tool_call_id == continuation.tool_call_id)
         assert call.decision is not None
         try:
-            async with kept_claim(
-                self.storage.runs, claimed.run_id, self.instance_id, self.lease, self.clock
-            ):
+            async with self.claims.kept(claimed.run_id):
                 end = await self.client.decide(
                     claimed.agent_id,
                     call.decision.action,
                     claimed.run_id,
-                    tool_call_id,
+                    continuation.tool_call_id,
                     reason=call.decision.reason,
                     resume_data=call.decision.resume_data,
                 )
-        except MastraUnavailable as exc:
+        except NotApplied as exc:
             log.warning(
                 "Mastra did not apply a decision; the run is put back",
                 extra={"runId": claimed.run_id, "reason": str(exc)},
             )
             await self._put_back(seen)
             raise
-        current = await self.storage.sync.current_entry(claimed.run_id)
-        if current is not None and current.suspended_at == seen.suspended_at:
+        moved = await self.settle(claimed)
+        if moved is None:
             await self._put_back(seen)  # answered, yet the run did not move: not applied
-            raise MastraUnavailable(end.error or "Mastra answered, but the run did not move on")
-        if current is not None:  # suspended again, on its next call
-            after = replace(current, version=claimed.version, claim=None)
-        elif end.error is not None:
-            after = claimed.finished(RunStatus.FAILED, Outcome(error=end.error), self.clock())
-        else:
-            after = claimed.finished(RunStatus.COMPLETED, Outcome(output=end.text), self.clock())
-        if not await self.storage.runs.settle(after, self.instance_id):
+            raise NotApplied(end.error or "Mastra answered, but the run did not move on")
+        if moved.status is not RunStatus.SUSPENDED:  # gone: the stream says how it ended
+            outcome = Outcome(error=end.error) if end.error else Outcome(output=end.text)
+            status = RunStatus.FAILED if end.error else RunStatus.COMPLETED
+            moved = claimed.finished(status, outcome, self.claims.clock())
+        if not await self.claims.settle(moved):
             log.error("lost the claim of a Mastra run", extra={"runId": claimed.run_id})
-        return after
+        return moved
 
-    def continue_in_background(self, claimed: RunEntry, seen: RunEntry, tool_call_id: str) -> None:
-        self.background.spawn(self._quietly(self.continue_run(claimed, seen, tool_call_id)))
+    async def settle(self, claimed: RunEntry) -> RunEntry | None:
+        current = await self.storage.sync.current_entry(claimed.run_id)
+        if current is None:  # the snapshot is gone: the run left the suspended state
+            return claimed.finished(RunStatus.ENDED, None, self.claims.clock())
+        if current.suspended_at == claimed.suspended_at:
+            return None
+        return replace(current, version=claimed.version, claim=None)  # suspended on its next call
 
     async def _put_back(self, seen: RunEntry) -> None:
-        if await self.storage.runs.settle(replace(seen, claim=None), self.instance_id):
+        if await self.claims.settle(replace(seen, claim=None)):
             # Mastra may have moved the run on although the call failed: look.
             await self.storage.sync.refresh(seen.run_id)
-
-    async def _quietly(self, work: Coroutine[Any, Any, Any]) -> None:
-        with contextlib.suppress(MastraUnavailable):  # already logged, and the run put back
-            await work

@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 import typing
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -22,16 +21,18 @@ from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 from pydantic_ai.run import AgentRunResult
 
-from runtime.agents import AgentMap
-from runtime.background import Background
-from runtime.claims import kept_claim
-from storage import (
+from suspended_runs.runtime.agents import AgentMap
+from suspended_runs.runtime.claims import ClaimKeeper
+from suspended_runs.runtime.protocol import Capabilities, Continuation
+from suspended_runs.storage import (
     PYTHON_RUN_WORKFLOW,
     Action,
     Outcome,
+    ResumeDataRejected,
     RunEntry,
     RunStatus,
     Runtime,
+    SnapshotMissing,
     Storage,
     ToolCall,
 )
@@ -39,35 +40,23 @@ from storage import (
 log = logging.getLogger(__name__)
 
 
-class InvalidResumeData(ValueError):
-    """Resume data that the suspended tool's return type does not accept."""
-
-
-def now_ms() -> datetime:
-    """Now, at BSON's precision, so what is written compares equal to what is read back."""
-    now = datetime.now(UTC)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
-
-
 class PythonRuntime:
-    def __init__(
-        self,
-        agents: AgentMap,
-        storage: Storage,
-        *,
-        instance_id: str,
-        lease: timedelta,
-        clock: Callable[[], datetime] = now_ms,
-    ) -> None:
+    kind = Runtime.PYTHON
+    capabilities = Capabilities(
+        starts_runs=True, validates_resume_data=True, continues_each_decision=False
+    )
+
+    def __init__(self, agents: AgentMap, storage: Storage, claims: ClaimKeeper) -> None:
         self.agents = agents
         self.storage = storage
-        self.instance_id = instance_id
-        self.lease = lease
-        self.clock = clock
-        self.background = Background()
+        self.claims = claims
+        self.clock = claims.clock
 
-    def has_agent(self, agent_id: str) -> bool:
+    def serves(self, agent_id: str) -> bool:
         return agent_id in self.agents
+
+    def agent_ids(self) -> Iterable[str]:
+        return self.agents.keys()
 
     # -- starting ------------------------------------------------------------------------
 
@@ -100,7 +89,40 @@ class PythonRuntime:
 
     # -- continuing ----------------------------------------------------------------------
 
-    def resume_value(self, entry: RunEntry, call: ToolCall, data: Any) -> Any:
+    def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
+        self._resume_value(entry, call, data)
+
+    async def record_decision(self, decided: RunEntry) -> None:
+        await self.storage.python_snapshots.record_decisions(decided)
+
+    async def continue_run(self, continuation: Continuation) -> RunEntry:
+        """Continue a claimed, fully decided run to its next resting state, and record it."""
+        entry = continuation.claimed
+        try:
+            async with self.claims.kept(entry.run_id):
+                after = await self._continue(entry)
+        except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
+            log.warning("continuing a run failed", exc_info=exc, extra={"runId": entry.run_id})
+            after = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
+        if not await self.claims.settle(after):
+            log.error("lost the claim of a run while continuing it", extra={"runId": entry.run_id})
+        if after.status is RunStatus.COMPLETED:
+            await self.storage.python_snapshots.delete(entry.run_id)  # as Mastra does
+        elif after.status is RunStatus.FAILED:
+            await self.storage.python_snapshots.mark_failed(entry.run_id)
+        return after
+
+    async def settle(self, claimed: RunEntry) -> RunEntry | None:
+        """A Python run moves only through this server, which settles it as it goes: a
+        claimed run whose snapshot still holds the same suspension has not moved."""
+        current = await self.storage.sync.current_entry(claimed.run_id)
+        if current is not None and current.suspended_at == claimed.suspended_at:
+            return None
+        if current is None:
+            return claimed.finished(RunStatus.ENDED, None, self.clock())
+        return replace(current, version=claimed.version, claim=None)
+
+    def _resume_value(self, entry: RunEntry, call: ToolCall, data: Any) -> Any:
         """`data` as the suspended tool's result, validated against its return type."""
         return_type = self._return_type(entry.agent_id, call.tool_name or "")
         try:
@@ -109,46 +131,25 @@ class PythonRuntime:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
             )
-            raise InvalidResumeData(
+            raise ResumeDataRejected(
                 f"resume data does not fit {call.tool_name}'s result: {problems}"
             ) from None
-
-    async def continue_run(self, entry: RunEntry) -> RunEntry:
-        """Continue a claimed, fully decided run to its next resting state, and record it."""
-        try:
-            async with kept_claim(
-                self.storage.runs, entry.run_id, self.instance_id, self.lease, self.clock
-            ):
-                after = await self._continue(entry)
-        except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
-            log.warning("continuing a run failed", exc_info=exc, extra={"runId": entry.run_id})
-            after = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
-        if not await self.storage.runs.settle(after, self.instance_id):
-            log.error("lost the claim of a run while continuing it", extra={"runId": entry.run_id})
-        if after.status is RunStatus.COMPLETED:
-            await self.storage.python_snapshots.delete(entry.run_id)  # as Mastra does
-        elif after.status is RunStatus.FAILED:
-            await self.storage.python_snapshots.mark_failed(entry.run_id)
-        return after
-
-    def continue_in_background(self, entry: RunEntry) -> None:
-        self.background.spawn(self.continue_run(entry))
 
     async def _continue(self, entry: RunEntry) -> RunEntry:
         stored = await self.storage.python_snapshots.messages(entry.run_id)
         if stored is None:
-            raise RuntimeError("the run's snapshot is gone")
+            raise SnapshotMissing("the run's snapshot is gone")
         results = DeferredToolResults()
         for call in entry.tool_calls:
             decision, call_id = call.decision, call.tool_call_id or ""
-            if decision is None:
-                raise RuntimeError(f"tool call {call_id} has no decision")
+            # A claimed run has a decision for every call (run_index.apply_decision).
+            assert decision is not None, f"tool call {call_id} has no decision"
             if decision.action is Action.APPROVE:
                 results.approvals[call_id] = True
             elif decision.action is Action.DECLINE:
                 results.approvals[call_id] = ToolDenied(decision.reason or "Declined.")
             else:
-                results.calls[call_id] = self.resume_value(entry, call, decision.resume_data)
+                results.calls[call_id] = self._resume_value(entry, call, decision.resume_data)
         result = await self.agents[entry.agent_id].run(
             message_history=ModelMessagesTypeAdapter.validate_python(stored),
             deferred_tool_results=results,

@@ -7,8 +7,7 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
-import resolvers
-import storage
+from suspended_runs import resolvers, storage
 
 
 @strawberry.type(description="An agent a dashboard can filter by.")

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import strawberry
 from strawberry.scalars import JSON
 
-import storage
+from suspended_runs import storage
 
 RunStatus = strawberry.enum(
     storage.RunStatus,

@@ -17,7 +17,7 @@ import logging
 
 from graphql import GraphQLError
 
-from resolvers import PUBLIC_CODES
+from suspended_runs.resolvers import PUBLIC_CODES
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import strawberry
 
-import storage
+from suspended_runs import storage
 
 
 @strawberry.input(description="Every field is optional; given fields must all match.")

@@ -7,21 +7,21 @@ from typing import Any
 import strawberry
 from strawberry.types import Info
 
-import resolvers
-from schema.inputs import (
+from suspended_runs import resolvers
+from suspended_runs.schema.inputs import (
     ApproveToolCallInput,
     DeclineToolCallInput,
     ResumeRunInput,
     StartRunInput,
 )
-from schema.results import (
+from suspended_runs.schema.results import (
     ReconcileResult,
     ResumeRunResult,
     StartRunResult,
     ToolCallDecisionResult,
     from_outcome,
 )
-from storage import Action
+from suspended_runs.storage import Action
 
 ContextInfo = Info[resolvers.Context, Any]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import strawberry
 
-import resolvers
-from schema.agent_run import AgentRun
+from suspended_runs import resolvers
+from suspended_runs.schema.agent_run import AgentRun
 
 
 async def _total(root: SuspendedRunsPage) -> int:

@@ -8,11 +8,11 @@ import strawberry
 from strawberry.types import Info
 from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField, Selection
 
-import resolvers
-from schema.agent import Agent, DecisionRecord
-from schema.agent_run import AgentRun
-from schema.filters import SuspendedRunsFilter
-from schema.page import SuspendedRunsPage
+from suspended_runs import resolvers
+from suspended_runs.schema.agent import Agent, DecisionRecord
+from suspended_runs.schema.agent_run import AgentRun
+from suspended_runs.schema.filters import SuspendedRunsFilter
+from suspended_runs.schema.page import SuspendedRunsPage
 
 ContextInfo = Info[resolvers.Context, Any]
 

@@ -12,13 +12,13 @@ Every "nothing was done" member implements `Problem { message }`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import dataclasses
+from typing import TYPE_CHECKING, Annotated, Any, Union, get_args
 
 import strawberry
 
-import resolvers
-import storage
-from schema.agent_run import AgentRun, ToolCallDecision
+from suspended_runs import resolvers, storage
+from suspended_runs.schema.agent_run import AgentRun, ToolCallDecision
 
 
 @strawberry.interface(description="An expected reason why a mutation did nothing.")
@@ -93,21 +93,44 @@ class RunsReconciled:
     skipped: int
 
 
-_COMMON = (
-    RunDecided
-    | RunNotFound
-    | RunNotSuspended
-    | ToolCallNotFound
-    | WrongSuspensionKind
-    | AlreadyDecided
-    | ExecutorUnavailable
-    | Forbidden
-)
-ToolCallDecisionResult = Annotated[_COMMON, strawberry.union("ToolCallDecisionResult")]
-ResumeRunResult = Annotated[_COMMON | InvalidResumeData, strawberry.union("ResumeRunResult")]
-StartRunResult = Annotated[
-    RunStarted | ExecutorUnavailable | Forbidden, strawberry.union("StartRunResult")
-]
+_MEMBERS: dict[str, type[Any]] = {
+    cls.__name__: cls
+    for cls in (
+        RunDecided,
+        RunStarted,
+        RunNotFound,
+        RunNotSuspended,
+        ToolCallNotFound,
+        WrongSuspensionKind,
+        AlreadyDecided,
+        InvalidResumeData,
+        ExecutorUnavailable,
+        Forbidden,
+    )
+}
+"""Each GraphQL member, under the name of the resolver outcome it shows."""
+
+
+def _union(name: str, outcomes: Any, *, leave_out: tuple[type[Any], ...] = ()) -> Any:
+    """The GraphQL union of the members that show a resolver union's outcomes."""
+    members = tuple(
+        _MEMBERS[cls.__name__]
+        for cls in get_args(outcomes)
+        if cls.__name__ not in {left.__name__ for left in leave_out}
+    )
+    return Annotated[Union[members], strawberry.union(name)]  # noqa: UP007
+
+
+if TYPE_CHECKING:  # the unions are built from the resolvers' lists; a type checker sees Any
+    ToolCallDecisionResult = Any
+    ResumeRunResult = Any
+    StartRunResult = Any
+else:
+    ToolCallDecisionResult = _union(
+        "ToolCallDecisionResult", resolvers.DecisionOutcome, leave_out=(InvalidResumeData,)
+    )
+    ResumeRunResult = _union("ResumeRunResult", resolvers.DecisionOutcome)
+    StartRunResult = _union("StartRunResult", resolvers.StartOutcome)
 ReconcileResult = Annotated[RunsReconciled | Forbidden, strawberry.union("ReconcileResult")]
 
 
@@ -125,18 +148,8 @@ def from_outcome(outcome: Any) -> Any:
                 tool_call_id=outcome.tool_call_id,
                 decision=ToolCallDecision.from_decision(decision),
             )
-    member = _PLAIN_MEMBERS[type(outcome)]
+        case storage.ReconcileReport():
+            return RunsReconciled(**dataclasses.asdict(outcome))
+    member = _MEMBERS[type(outcome).__name__]
     values = {name: getattr(outcome, name) for name in outcome.__dataclass_fields__}
     return member(**values)
-
-
-_PLAIN_MEMBERS: dict[type[Any], type[Any]] = {
-    resolvers.RunNotFound: RunNotFound,
-    resolvers.RunNotSuspended: RunNotSuspended,
-    resolvers.ToolCallNotFound: ToolCallNotFound,
-    resolvers.WrongSuspensionKind: WrongSuspensionKind,
-    resolvers.InvalidResumeData: InvalidResumeData,
-    resolvers.ExecutorUnavailable: ExecutorUnavailable,
-    resolvers.Forbidden: Forbidden,
-    resolvers.RunsReconciled: RunsReconciled,
-}

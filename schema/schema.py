@@ -18,9 +18,9 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
-from schema.mutation import Mutation
-from schema.query import Query
-from schema.scalars import SCALAR_MAP
+from suspended_runs.schema.mutation import Mutation
+from suspended_runs.schema.query import Query
+from suspended_runs.schema.scalars import SCALAR_MAP
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,9 @@ import httpx
 from pymongo import MongoClient
 
 from scripts.copies import copies, insert_runs
-from server import EmbeddedMongoDB
-from server.embedded_mongodb import free_port
-from storage import SNAPSHOTS_COLLECTION, Document, extract_entry
+from suspended_runs.server import EmbeddedMongoDB
+from suspended_runs.server.embedded_mongodb import free_port
+from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document, extract_entry
 
 AGENTS = 20
 PAGE = 20
@@ -50,7 +50,10 @@ def serve(uri: str, db_name: str, log: Path) -> tuple[subprocess.Popen[bytes], s
     started = time.perf_counter()
     with log.open("ab") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve"], env=env, stdout=out, stderr=out
+            [sys.executable, "-m", "suspended_runs.server.cli", "serve"],
+            env=env,
+            stdout=out,
+            stderr=out,
         )
     url = f"http://127.0.0.1:{port}"
     while True:

@@ -13,7 +13,7 @@ from pathlib import Path
 from bson import json_util
 from pymongo.collection import Collection
 
-from storage import Document
+from suspended_runs.storage import Document
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "mastra"
 _AGENT = re.compile(r'"__agentId": "[^"]*"')

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pymongo import MongoClient
 
 from scripts.copies import copies, fixture_documents, insert_runs
-from server import EmbeddedMongoDB, Settings
-from storage import SNAPSHOTS_COLLECTION, Document
+from suspended_runs.server import EmbeddedMongoDB, Settings
+from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document
 
 
 def main() -> int:

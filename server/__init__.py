@@ -1,7 +1,7 @@
 """The process: settings, the Starlette app and its lifespan, the CLI, the embedded MongoDB."""
 
-from server.app import create_app
-from server.embedded_mongodb import EmbeddedMongoDB, EmbeddedMongoDBError
-from server.settings import Settings
+from suspended_runs.server.app import create_app
+from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
+from suspended_runs.server.settings import Settings
 
-__all__ = ["EmbeddedMongoDB", "EmbeddedMongoDBError", "Settings", "create_app"]
+__all__ = ["EmbeddedMongoDB", "Settings", "create_app"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -23,14 +24,22 @@ from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 
-from resolvers import Context, Principal
-from runtime import MastraClient, MastraRuntime, PythonRuntime, load_agents
-from schema import build_schema, classify
-from server.auth import API_KEY_HEADER, Authenticator, load_api_keys
-from server.gates import AuthGate, BodyLimit
-from server.logs import RequestLog
-from server.settings import Settings
-from storage import Storage
+from suspended_runs.resolvers import Context, Principal
+from suspended_runs.runtime import (
+    AgentMap,
+    ClaimKeeper,
+    MastraClient,
+    MastraRuntime,
+    PythonRuntime,
+    Runtimes,
+    load_agents,
+)
+from suspended_runs.schema import build_schema, classify
+from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
+from suspended_runs.server.gates import AuthGate, BodyLimit
+from suspended_runs.server.logs import RequestLog
+from suspended_runs.server.settings import Settings
+from suspended_runs.storage import ConfigurationError, Runtime, Storage
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +62,7 @@ class GraphQLApp(GraphQL[Context, None]):
             actor = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
         return Context(
             storage=request.app.state.storage,
-            runtime=request.app.state.runtime,
-            mastra=request.app.state.mastra,
+            runtimes=request.app.state.runtimes,
             principal=principal,
             actor=actor or "anonymous",
         )
@@ -77,58 +85,13 @@ class GraphQLApp(GraphQL[Context, None]):
 
 
 def create_app(settings: Settings) -> Starlette:
+    """The app for `settings`. Raises ConfigurationError for a setting it cannot use."""
     if settings.mongodb_uri is None:
-        raise ValueError("create_app needs settings.mongodb_uri (the CLI starts an embedded one)")
-    uri = settings.mongodb_uri
+        raise ConfigurationError(
+            "MONGODB_URI: create_app needs one (the CLI starts an embedded one)"
+        )
     agents = load_agents(settings.agents)
-    api_keys = load_api_keys(settings.api_keys_file) if settings.api_keys_file else []
-    authenticator = Authenticator(api_keys, settings.jwt_config)
-    if not authenticator.enabled:
-        log.warning(
-            "no API keys and no JWT configured: every caller is an anonymous admin "
-            "(set API_KEYS_FILE, JWT_SECRET or JWT_PUBLIC_KEY)"
-        )
-    instance_id = (
-        settings.instance_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        storage = Storage.open(
-            uri,
-            settings.mongodb_db,
-            retention=settings.retention,
-            sync_mode=settings.sync_mode,
-            poll_interval=settings.sync_poll_interval,
-        )
-        await storage.ensure_indexes()
-        app.state.storage = storage
-        runtime = PythonRuntime(
-            agents, storage, instance_id=instance_id, lease=settings.claim_lease
-        )
-        app.state.runtime = runtime
-        mastra_client = MastraClient(settings.mastra_servers)
-        app.state.mastra = MastraRuntime(
-            mastra_client,
-            storage,
-            instance_id=instance_id,
-            lease=settings.claim_lease,
-            clock=runtime.clock,
-        )
-        sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
-        sync_task.add_done_callback(_report_sync_end)
-        app.state.sync_task = sync_task
-        try:
-            yield
-        finally:
-            await runtime.background.drain(_DRAIN_SECONDS)
-            await app.state.mastra.background.drain(_DRAIN_SECONDS)
-            await mastra_client.close()
-            sync_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sync_task
-            await storage.close()
-
+    authenticator = _authenticator(settings)
     ide = settings.graphiql and not settings.production
     graphql = GraphQLApp(
         build_schema(settings.limits, introspection=not settings.production),
@@ -136,34 +99,84 @@ def create_app(settings: Settings) -> Starlette:
         allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
         actor_header=settings.actor_header,
     )
-    middleware = [
-        Middleware(RequestLog),
-        Middleware(BodyLimit, max_bytes=settings.max_request_bytes),
-    ]
-    if settings.cors_origin_list:
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=settings.cors_origin_list,
-                allow_methods=["GET", "POST"],
-                allow_headers=[
-                    "authorization",
-                    "content-type",
-                    API_KEY_HEADER,
-                    settings.actor_header,
-                ],
-                max_age=600,
-            )
-        )
     return Starlette(
         routes=[
             Route("/graphql", AuthGate(graphql, authenticator, ide=ide), methods=["GET", "POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
         ],
-        middleware=middleware,
-        lifespan=lifespan,
+        middleware=_middleware(settings),
+        lifespan=functools.partial(_lifespan, settings=settings, agents=agents),
     )
+
+
+def _authenticator(settings: Settings) -> Authenticator:
+    api_keys = load_api_keys(settings.api_keys_file) if settings.api_keys_file else []
+    authenticator = Authenticator(api_keys, settings.jwt_config)
+    if not authenticator.enabled:
+        log.warning(
+            "no API keys and no JWT configured: every caller is an anonymous admin "
+            "(set API_KEYS_FILE, JWT_SECRET or JWT_PUBLIC_KEY)"
+        )
+    return authenticator
+
+
+def _middleware(settings: Settings) -> list[Middleware]:
+    middleware = [
+        Middleware(RequestLog),
+        Middleware(BodyLimit, max_bytes=settings.max_request_bytes),
+    ]
+    if settings.cors_origin_list:
+        allowed_headers = ["authorization", "content-type", API_KEY_HEADER, settings.actor_header]
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.cors_origin_list,
+                allow_methods=["GET", "POST"],
+                allow_headers=allowed_headers,
+                max_age=600,
+            )
+        )
+    return middleware
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> AsyncIterator[None]:
+    """One MongoDB client, its indexes, the runtimes, and the snapshot follower."""
+    assert settings.mongodb_uri is not None
+    storage = Storage.open(
+        settings.mongodb_uri,
+        settings.mongodb_db,
+        retention=settings.retention,
+        sync_mode=settings.sync_mode,
+        poll_interval=settings.sync_poll_interval,
+    )
+    await storage.ensure_indexes()
+    claims = ClaimKeeper(storage.runs, _instance_id(settings), settings.claim_lease)
+    mastra_client = MastraClient(settings.mastra_servers)
+    runtimes = Runtimes(
+        claims,
+        {
+            Runtime.PYTHON: PythonRuntime(agents, storage, claims),
+            Runtime.MASTRA: MastraRuntime(mastra_client, storage, claims),
+        },
+    )
+    sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
+    sync_task.add_done_callback(_report_sync_end)
+    app.state.storage, app.state.runtimes, app.state.sync_task = storage, runtimes, sync_task
+    try:
+        yield
+    finally:
+        await runtimes.drain(_DRAIN_SECONDS)
+        await mastra_client.close()
+        sync_task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sync_task
+        await storage.close()
+
+
+def _instance_id(settings: Settings) -> str:
+    return settings.instance_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 async def healthz(request: Request) -> Response:

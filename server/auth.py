@@ -28,15 +28,12 @@ from typing import Any
 
 import jwt
 
-from resolvers import OPEN_ACCESS, Principal, Role, Scope
+from suspended_runs.resolvers import OPEN_ACCESS, Principal, Role, Scope
+from suspended_runs.storage import ConfigurationError, Unauthenticated
 
 log = logging.getLogger(__name__)
 
 API_KEY_HEADER = "x-api-key"
-
-
-class Unauthenticated(Exception):
-    """Credentials were given but are not valid, or none were given where they are needed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +74,7 @@ def load_api_keys(path: Path) -> list[ApiKey]:
             for entry in entries
         ]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"API_KEYS_FILE {path}: {type(exc).__name__}: {exc}") from None
+        raise ConfigurationError(f"API_KEYS_FILE {path}: {type(exc).__name__}: {exc}") from None
     return keys
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.metadata
 import json
 import logging
 import sys
@@ -12,25 +13,38 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from server.settings import Settings
+from suspended_runs.server.settings import Settings, load_settings
+from suspended_runs.storage import ConfigurationError
 
 log = logging.getLogger(__name__)
 
+_DATABASE_WAIT = 10.0
+"""Seconds a starting server waits for its MongoDB to answer."""
+
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; a setting it cannot use ends it with one line naming it, status 2."""
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except ConfigurationError as exc:
+        print(f"suspended-runs: {exc}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="suspended-runs",
         description="A GraphQL API over suspended agent runs. Settings are environment "
         "variables (see README.md); flags override them.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve", help="serve GraphQL (starts the embedded MongoDB when MONGODB_URI is unset)"
     )
     serve.add_argument("--host", help="overrides HOST")
-    serve.add_argument("--port", type=int, help="overrides PORT")
+    serve.add_argument("--port", help="overrides PORT (0-65535)")
     commands.add_parser(
         "reconcile", help="rebuild the run index from the snapshot collection once, and exit"
     )
@@ -43,26 +57,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     key.add_argument("--role", required=True, choices=["viewer", "approver", "admin"])
     key.add_argument("--resource-ids", help="comma-separated: the key sees only these resources")
     key.add_argument("--agent-ids", help="comma-separated: the key sees only these agents")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "new-api-key":
         return _new_api_key(args)
-
-    try:
-        settings = Settings()
-    except ValidationError as exc:
-        for error in exc.errors():
-            name = ".".join(str(part) for part in error["loc"]).upper()
-            print(f"suspended-runs: setting {name}: {error['msg']}", file=sys.stderr)
-        return 2
-    from server.logs import configure_logging
+    if args.command == "export-schema":
+        return _export_schema(args.output)
+    overrides = {}
+    if args.command == "serve":
+        overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
+    settings = load_settings(**overrides)
+    from suspended_runs.server.logs import configure_logging
 
     configure_logging(settings.log_level)
     if args.command == "serve":
-        overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
-        return _serve(settings.model_copy(update=overrides))
-    if args.command == "reconcile":
-        return _reconcile(settings)
-    return _export_schema(args.output)
+        return _serve(settings)
+    return _reconcile(settings)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("suspended-runs")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "unknown"
 
 
 @contextlib.contextmanager
@@ -71,7 +90,7 @@ def _database(settings: Settings, *, reuse_running: bool) -> Iterator[Settings]:
     if settings.mongodb_uri is not None:
         yield settings
         return
-    from server.embedded_mongodb import EmbeddedMongoDB
+    from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
 
     running = EmbeddedMongoDB.running_in(settings.data_dir) if reuse_running else None
     if running is not None:
@@ -84,15 +103,18 @@ def _database(settings: Settings, *, reuse_running: bool) -> Iterator[Settings]:
 def _serve(settings: Settings) -> int:
     import uvicorn
 
-    from server.app import create_app
+    from suspended_runs.server.app import create_app
 
     with _database(settings, reuse_running=False) as settings:
+        assert settings.mongodb_uri is not None
+        app = create_app(settings)  # a setting it cannot use fails here, before serving
+        asyncio.run(_reachable(settings.mongodb_uri))
         log.info(
             "serving GraphQL",
             extra={"url": f"http://{settings.host}:{settings.port}/graphql"},
         )
         uvicorn.run(
-            create_app(settings),
+            app,
             host=settings.host,
             port=settings.port,
             log_config=None,
@@ -101,8 +123,26 @@ def _serve(settings: Settings) -> int:
     return 0
 
 
+async def _reachable(uri: str) -> None:
+    """Fail with one line, not a traceback, when no MongoDB answers at `uri`."""
+    from pymongo import AsyncMongoClient
+    from pymongo.errors import PyMongoError
+
+    client: AsyncMongoClient[dict[str, object]] = AsyncMongoClient(
+        uri, serverSelectionTimeoutMS=int(_DATABASE_WAIT * 1000)
+    )
+    try:
+        await client.admin.command("ping")
+    except PyMongoError as exc:
+        raise ConfigurationError(
+            f"MONGODB_URI: no MongoDB answered within {_DATABASE_WAIT:g}s ({type(exc).__name__})"
+        ) from None
+    finally:
+        await client.close()
+
+
 def _reconcile(settings: Settings) -> int:
-    from storage import Storage
+    from suspended_runs.storage import Storage
 
     async def run(uri: str) -> dict[str, int]:
         storage = Storage.open(uri, settings.mongodb_db, retention=settings.retention)
@@ -120,7 +160,7 @@ def _reconcile(settings: Settings) -> int:
 
 
 def _new_api_key(args: argparse.Namespace) -> int:
-    from server.auth import new_api_key
+    from suspended_runs.server.auth import new_api_key
 
     key, digest = new_api_key()
 
@@ -140,7 +180,7 @@ def _new_api_key(args: argparse.Namespace) -> int:
 
 
 def _export_schema(output: Path | None) -> int:
-    from schema import build_schema
+    from suspended_runs.schema import build_schema
 
     sdl = build_schema().as_str() + "\n"
     if output is None:

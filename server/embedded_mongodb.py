@@ -23,15 +23,13 @@ from types import TracebackType
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
+from suspended_runs.storage import EmbeddedMongoDBError
+
 log = logging.getLogger(__name__)
 
 _STATE_FILE = "embedded-mongodb.json"
 _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 15.0
-
-
-class EmbeddedMongoDBError(RuntimeError):
-    """The embedded server could not be started."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -95,17 +93,8 @@ class EmbeddedMongoDB:
         if self.port == 0:
             self.port = free_port(self.host)
         log_path = self.data_dir / "embedded-mongodb.log"
-        command = [
-            *_server_command(),
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            "--storage-path",
-            str(self.data_dir / "db"),
-            "--log-level",
-            "WARNING",
-        ]
+        command = [*_server_command(), "--host", self.host, "--port", str(self.port)]
+        command += ["--storage-path", str(self.data_dir / "db"), "--log-level", "WARNING"]
         with log_path.open("ab") as log_file:
             self.process = subprocess.Popen(
                 command,

@@ -12,8 +12,9 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from resolvers import Principal
-from server.auth import Authenticator, Unauthenticated
+from suspended_runs.resolvers import Principal
+from suspended_runs.server.auth import Authenticator
+from suspended_runs.storage import Unauthenticated
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+_TRACEBACK = "Traceback (most recent call last):"
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "color_message"}
 
 
@@ -26,12 +27,22 @@ class JsonFormatter(logging.Formatter):
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": _without_traceback(record.getMessage()),
         }
         line.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
         if record.exc_info and record.exc_info[1] is not None:
             line.update(describe_exception(record.exc_info[1]))
         return json.dumps(line, default=str)
+
+
+def _without_traceback(message: str) -> str:
+    """A message that carries a formatted traceback (Starlette hands uvicorn one when the
+    lifespan fails) keeps its first line and the exception's type only."""
+    if _TRACEBACK not in message:
+        return message
+    head, _, trace = message.partition(_TRACEBACK)
+    last = trace.strip().splitlines()[-1] if trace.strip() else ""
+    return f"{head.strip() or 'error'} ({last.partition(':')[0] or 'traceback withheld'})"
 
 
 def describe_exception(exc: BaseException) -> dict[str, str]:
@@ -61,7 +72,7 @@ class RequestLog:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.log = logging.getLogger("server.requests")
+        self.log = logging.getLogger("suspended_runs.server.requests")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

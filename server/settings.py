@@ -6,13 +6,13 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from runtime import MastraServers
-from schema import Limits
-from server.auth import JwtConfig
-from storage import SyncMode
+from suspended_runs.runtime import MastraServers
+from suspended_runs.schema import Limits
+from suspended_runs.server.auth import JwtConfig
+from suspended_runs.storage import ConfigurationError, SyncMode
 
 
 class Settings(BaseSettings):
@@ -34,9 +34,9 @@ class Settings(BaseSettings):
     max_query_aliases: int = Field(30, ge=0)
     query_cache_size: int = Field(256, ge=1)
     graphiql: bool = True
-    log_level: str = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     agents: str = Field(
-        "runtime.demo:agents",
+        "suspended_runs.runtime.demo:agents",
         description="module:attribute of a mapping of agent ids to pydantic_ai.Agent.",
     )
     claim_lease_seconds: float = Field(
@@ -64,6 +64,17 @@ class Settings(BaseSettings):
     jwt_role_claim: str = "role"
     jwt_scope_claim: str = "scope"
 
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one_jwt_key(self) -> Settings:
+        if self.jwt_secret and self.jwt_public_key:
+            raise ValueError("set JWT_SECRET (HS256) or JWT_PUBLIC_KEY (RS256), not both")
+        return self
+
     @property
     def production(self) -> bool:
         return self.env == "production"
@@ -74,8 +85,6 @@ class Settings(BaseSettings):
 
     @property
     def jwt_config(self) -> JwtConfig | None:
-        if self.jwt_secret and self.jwt_public_key:
-            raise ValueError("set JWT_SECRET (HS256) or JWT_PUBLIC_KEY (RS256), not both")
         key, algorithm = (
             (self.jwt_secret, "HS256") if self.jwt_secret else (self.jwt_public_key, "RS256")
         )
@@ -116,3 +125,16 @@ class Settings(BaseSettings):
             max_aliases=self.max_query_aliases,
             cache_size=self.query_cache_size,
         )
+
+
+def load_settings(**overrides: object) -> Settings:
+    """The settings from the environment, with `overrides` (command-line flags) over them,
+    validated alike. Raises ConfigurationError naming each setting it cannot use."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = [
+            f"{'.'.join(str(part) for part in error['loc']).upper() or 'settings'}: {error['msg']}"
+            for error in exc.errors()
+        ]
+        raise ConfigurationError("; ".join(problems)) from None

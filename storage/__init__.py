@@ -3,15 +3,30 @@
 Imports nothing of the other layers.
 """
 
-from storage.database import Storage, connect
-from storage.decision_log import AuditRecord, DecisionLog, KeyUse
-from storage.entries import Action, Claim, Decision, Outcome, RunEntry, ToolCall
-from storage.python_runs import PythonSnapshots
-from storage.queries import Cursor, InvalidCursor, RunFilter
-from storage.run_index import RunIndex
-from storage.snapshots import MalformedSnapshot, extract_entry, parse_snapshot
-from storage.sync import ReconcileReport, SnapshotSync, SyncMode
-from storage.types import (
+from suspended_runs.storage.database import Storage, connect
+from suspended_runs.storage.decision_log import AuditRecord, DecisionLog, KeyUse
+from suspended_runs.storage.entries import Action, Claim, Decision, Outcome, RunEntry, ToolCall
+from suspended_runs.storage.errors import (
+    AgentsNotLoadable,
+    ConfigurationError,
+    ContinuationError,
+    DecisionContention,
+    EmbeddedMongoDBError,
+    InvalidCursor,
+    MalformedSnapshot,
+    NotApplied,
+    OutcomeUncertain,
+    ResumeDataRejected,
+    SnapshotMissing,
+    SuspendedRunsError,
+    Unauthenticated,
+)
+from suspended_runs.storage.python_runs import PythonSnapshots
+from suspended_runs.storage.queries import Cursor, RunFilter
+from suspended_runs.storage.run_index import RunIndex
+from suspended_runs.storage.snapshots import extract_entry, parse_snapshot
+from suspended_runs.storage.sync import ReconcileReport, SnapshotSync, SyncMode
+from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
     IDEMPOTENCY_COLLECTION,
     MASTRA_RUN_WORKFLOWS,
@@ -35,27 +50,38 @@ __all__ = [
     "SNAPSHOTS_COLLECTION",
     "SYNC_STATE_COLLECTION",
     "Action",
+    "AgentsNotLoadable",
     "AuditRecord",
     "Claim",
+    "ConfigurationError",
+    "ContinuationError",
     "Cursor",
     "Decision",
+    "DecisionContention",
     "DecisionLog",
     "Document",
+    "EmbeddedMongoDBError",
     "InvalidCursor",
     "KeyUse",
     "MalformedSnapshot",
+    "NotApplied",
     "Outcome",
+    "OutcomeUncertain",
     "PythonSnapshots",
     "ReconcileReport",
+    "ResumeDataRejected",
     "RunEntry",
     "RunFilter",
     "RunIndex",
     "RunStatus",
     "Runtime",
+    "SnapshotMissing",
     "SnapshotSync",
     "Storage",
+    "SuspendedRunsError",
     "SyncMode",
     "ToolCall",
+    "Unauthenticated",
     "connect",
     "extract_entry",
     "parse_snapshot",

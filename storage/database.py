@@ -8,11 +8,11 @@ from datetime import timedelta
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from storage.decision_log import DecisionLog
-from storage.python_runs import PythonSnapshots
-from storage.run_index import RunIndex
-from storage.sync import SnapshotSync, SyncMode
-from storage.types import (
+from suspended_runs.storage.decision_log import DecisionLog
+from suspended_runs.storage.python_runs import PythonSnapshots
+from suspended_runs.storage.run_index import RunIndex
+from suspended_runs.storage.sync import SnapshotSync, SyncMode
+from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
     IDEMPOTENCY_COLLECTION,
     RUNS_COLLECTION,

@@ -12,7 +12,7 @@ from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
-from storage.types import Document
+from suspended_runs.storage.types import Document
 
 _PENDING = "pending"
 _ANSWERED = "answered"

@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from storage.types import Document, RunStatus, Runtime
+from suspended_runs.storage.types import Document, RunStatus, Runtime
 
 
 class Action(StrEnum):
@@ -148,8 +148,8 @@ class RunEntry:
         )
         return replace(self, tool_calls=calls)
 
-    def finished(self, status: RunStatus, outcome: Outcome, at: datetime) -> RunEntry:
-        """This run come to an end (COMPLETED or FAILED), its claim let go."""
+    def finished(self, status: RunStatus, outcome: Outcome | None, at: datetime) -> RunEntry:
+        """This run come to an end (COMPLETED, FAILED, ENDED, ...), its claim let go."""
         return replace(self, status=status, outcome=outcome, claim=None, ended_at=at)
 
     def to_document(self) -> Document:

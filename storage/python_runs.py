@@ -27,10 +27,15 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 
-from storage.entries import RunEntry
-from storage.types import PYTHON_RUN_WORKFLOW, Document
+from suspended_runs.storage.entries import RunEntry
+from suspended_runs.storage.types import PYTHON_RUN_WORKFLOW, Document
 
 LAYOUT = 1
+
+
+def _of(run_id: str) -> Document:
+    """The filter that finds one Python run's snapshot (Mastra's unique key)."""
+    return {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": run_id}
 
 
 class PythonSnapshots:
@@ -40,7 +45,7 @@ class PythonSnapshots:
     async def put(self, entry: RunEntry, messages: list[Any]) -> Any:
         """Write the snapshot of a run that just suspended; returns its `_id`."""
         doc = await self.collection.find_one_and_update(
-            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": entry.run_id},
+            _of(entry.run_id),
             {
                 "$set": {
                     "resourceId": entry.resource_id,
@@ -65,7 +70,7 @@ class PythonSnapshots:
 
     async def messages(self, run_id: str) -> list[Any] | None:
         doc = await self.collection.find_one(
-            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": run_id},
+            _of(run_id),
             {"snapshot.messages": 1},
         )
         messages = (doc or {}).get("snapshot", {}).get("messages")
@@ -74,16 +79,16 @@ class PythonSnapshots:
     async def record_decisions(self, entry: RunEntry) -> None:
         """Copy the entry's decisions into the snapshot, so they survive a lost index."""
         await self.collection.update_one(
-            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": entry.run_id},
+            _of(entry.run_id),
             {"$set": {"snapshot.toolCalls": [call.to_document() for call in entry.tool_calls]}},
         )
 
     async def mark_failed(self, run_id: str) -> None:
         """Keep a failed run's snapshot for inspection, no longer suspended."""
         await self.collection.update_one(
-            {"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": run_id},
+            _of(run_id),
             {"$set": {"snapshot.status": "failed"}},
         )
 
     async def delete(self, run_id: str) -> None:
-        await self.collection.delete_one({"workflow_name": PYTHON_RUN_WORKFLOW, "run_id": run_id})
+        await self.collection.delete_one(_of(run_id))

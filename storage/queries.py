@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from storage.types import Document, RunStatus
+from suspended_runs.storage.errors import InvalidCursor
+from suspended_runs.storage.types import Document, RunStatus
 
 SORT: list[tuple[str, int]] = [("createdAt", -1), ("runId", 1)]
 
@@ -24,10 +25,6 @@ RUN_INDEXES: list[list[tuple[str, int]]] = [
     [("status", 1), ("threadId", 1), *SORT],
     [("status", 1), ("resourceId", 1), *SORT],
 ]
-
-
-class InvalidCursor(ValueError):
-    """An `after` cursor this server did not write."""
 
 
 @dataclass(frozen=True, slots=True)

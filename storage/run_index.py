@@ -1,7 +1,7 @@
 """The run index: a compact document per run, the read model every list query uses.
 
 Snapshots are large and keep the agent id under a step key that varies, so no index
-can serve a list query on them; this collection can (DESIGN.md, "The run index").
+can serve a list query on them; this collection can (docs/design.md, "The run index").
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from pymongo import ASCENDING, UpdateMany, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
-from storage.entries import Claim, RunEntry
-from storage.queries import RUN_INDEXES, SORT, Cursor, RunFilter
-from storage.types import Document, RunStatus
+from suspended_runs.storage.entries import Claim, RunEntry
+from suspended_runs.storage.queries import RUN_INDEXES, SORT, Cursor, RunFilter
+from suspended_runs.storage.types import Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class RunIndex:
         )
         return result.modified_count
 
-    # -- claims: exactly one continuation per decision (DESIGN.md, "Claims") ------------
+    # -- claims: exactly one continuation per decision (docs/design.md, "Claims") ------------
 
     async def put_started(self, entry: RunEntry) -> None:
         """The entry of a run this server just started.
@@ -189,6 +189,20 @@ class RunIndex:
             {"$set": {"claim.expiresAt": expires_at}},
         )
         return result.modified_count == 1
+
+    async def suspended_by_snapshot(self) -> dict[Any, str]:
+        """snapshotId -> runId of every SUSPENDED run (the follower checks they still exist)."""
+        live = self.collection.find(
+            {"status": RunStatus.SUSPENDED.value}, {"_id": 0, "runId": 1, "snapshotId": 1}
+        )
+        return {doc["snapshotId"]: doc["runId"] async for doc in live if "snapshotId" in doc}
+
+    async def resting_states(self, run_ids: list[str]) -> dict[str, tuple[str, Any]]:
+        """runId -> (status, suspendedAt) of the runs that have an entry."""
+        current = self.collection.find(
+            {"runId": {"$in": run_ids}}, {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1}
+        )
+        return {d["runId"]: (d["status"], d.get("suspendedAt")) async for d in current}
 
     async def suspended_by_agent(self, within: RunFilter) -> dict[tuple[str, str], int]:
         """(agentId, runtime) -> suspended runs, for every agent seen in the runs `within`

@@ -2,7 +2,7 @@
 
 `extract_entry` is the one function every writer of the run index uses, so the index can
 always be rebuilt from the snapshots. For Mastra's documents it mirrors
-`Agent.listSuspendedRuns()` of `@mastra/core` (see DESIGN.md, "Snapshot documents"); for
+`Agent.listSuspendedRuns()` of `@mastra/core` (see docs/design.md, "Snapshot documents"); for
 this server's own Python runs it reads the layout that `storage/python_runs.py` writes.
 It is pure: no I/O, no clock.
 """
@@ -14,18 +14,15 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from storage.entries import RunEntry, ToolCall
-from storage.types import (
+from suspended_runs.storage.entries import RunEntry, ToolCall
+from suspended_runs.storage.errors import MalformedSnapshot
+from suspended_runs.storage.types import (
     MASTRA_RUN_WORKFLOWS,
     PYTHON_RUN_WORKFLOW,
     Document,
     RunStatus,
     Runtime,
 )
-
-
-class MalformedSnapshot(ValueError):
-    """A snapshot document that cannot be read; callers skip it and log why."""
 
 
 def extract_entry(doc: Document) -> RunEntry | None:
@@ -44,6 +41,12 @@ def extract_entry(doc: Document) -> RunEntry | None:
         return None
     if workflow_name == PYTHON_RUN_WORKFLOW:
         return _python_entry(doc, run_id, snapshot)
+    return _mastra_entry(doc, run_id, workflow_name, snapshot)
+
+
+def _mastra_entry(
+    doc: Document, run_id: str, workflow_name: str, snapshot: dict[str, Any]
+) -> RunEntry | None:
     context = snapshot.get("context")
     if not isinstance(context, dict):
         raise MalformedSnapshot("snapshot.context is not an object")

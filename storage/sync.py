@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -20,10 +20,11 @@ from pymongo.asynchronous.change_stream import AsyncChangeStream
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import OperationFailure, PyMongoError
 
-from storage.entries import RunEntry
-from storage.run_index import RunIndex
-from storage.snapshots import MalformedSnapshot, extract_entry
-from storage.types import MASTRA_RUN_WORKFLOWS, RUN_WORKFLOWS, Document, RunStatus
+from suspended_runs.storage.entries import RunEntry
+from suspended_runs.storage.errors import MalformedSnapshot
+from suspended_runs.storage.run_index import RunIndex
+from suspended_runs.storage.snapshots import extract_entry
+from suspended_runs.storage.types import MASTRA_RUN_WORKFLOWS, RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -94,24 +95,7 @@ class SnapshotSync:
         report = ReconcileReport()
         known = await self.index.discovered_versions()
         seen: set[str] = set()
-        stale: list[Any] = []
-        query = {
-            "workflow_name": {"$in": list(RUN_WORKFLOWS)},
-            # Older writers store the snapshot as a JSON string: those are read and parsed.
-            "$or": [{"snapshot.status": "suspended"}, {"snapshot": {"$type": "string"}}],
-        }
-        light = self.snapshots.find(query, {"_id": 1, "run_id": 1, "updatedAt": 1})
-        async for doc in light:
-            report.scanned += 1
-            self._raise_high_water(doc)
-            run_id = doc.get("run_id")
-            if isinstance(run_id, str) and known.get(run_id) == (
-                RunStatus.SUSPENDED.value,
-                doc.get("updatedAt"),
-            ):
-                seen.add(run_id)
-            else:
-                stale.append(doc["_id"])
+        stale = await self._stale_snapshots(known, seen, report)
         for i in range(0, len(stale), _BATCH):
             entries = []
             async for doc in self.snapshots.find({"_id": {"$in": stale[i : i + _BATCH]}}):
@@ -128,16 +112,32 @@ class SnapshotSync:
             if status == RunStatus.SUSPENDED.value and run_id not in seen
         ]
         report.ended = await self.index.end_runs(gone, self.clock())
-        log.info(
-            "reconciled run index",
-            extra={
-                "scanned": report.scanned,
-                "written": report.written,
-                "ended": report.ended,
-                "skipped": report.skipped,
-            },
-        )
+        log.info("reconciled run index", extra=asdict(report))
         return report
+
+    async def _stale_snapshots(
+        self, known: dict[str, tuple[str, Any]], seen: set[str], report: ReconcileReport
+    ) -> list[Any]:
+        """The light pass: ids of the suspended snapshots the index does not hold as they
+        are; runs it does hold go into `seen`."""
+        stale: list[Any] = []
+        query = {
+            "workflow_name": {"$in": list(RUN_WORKFLOWS)},
+            # Older writers store the snapshot as a JSON string: those are read and parsed.
+            "$or": [{"snapshot.status": "suspended"}, {"snapshot": {"$type": "string"}}],
+        }
+        async for doc in self.snapshots.find(query, {"_id": 1, "run_id": 1, "updatedAt": 1}):
+            report.scanned += 1
+            self._raise_high_water(doc)
+            run_id = doc.get("run_id")
+            if isinstance(run_id, str) and known.get(run_id) == (
+                RunStatus.SUSPENDED.value,
+                doc.get("updatedAt"),
+            ):
+                seen.add(run_id)
+            else:
+                stale.append(doc["_id"])
+        return stale
 
     async def run(self) -> None:
         """Reconcile, then follow changes until cancelled."""
@@ -271,11 +271,7 @@ class SnapshotSync:
         await self._end_vanished()
 
     async def _end_vanished(self) -> None:
-        live = self.index.collection.find(
-            {"status": RunStatus.SUSPENDED.value},
-            {"_id": 0, "runId": 1, "snapshotId": 1},
-        )
-        by_snapshot = {doc["snapshotId"]: doc["runId"] async for doc in live}
+        by_snapshot = await self.index.suspended_by_snapshot()
         if not by_snapshot:
             return
         present = {
@@ -289,11 +285,7 @@ class SnapshotSync:
 
     async def _put_changed(self, entries: Iterable[RunEntry]) -> None:
         wanted = list(entries)
-        current = self.index.collection.find(
-            {"runId": {"$in": [e.run_id for e in wanted]}},
-            {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1, "snapshotId": 1},
-        )
-        known = {d["runId"]: (d["status"], d.get("suspendedAt")) async for d in current}
+        known = await self.index.resting_states([e.run_id for e in wanted])
         changed = [
             e for e in wanted if known.get(e.run_id) != (RunStatus.SUSPENDED.value, e.suspended_at)
         ]

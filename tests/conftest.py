@@ -13,8 +13,8 @@ import pytest
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from server import EmbeddedMongoDB, Settings
-from storage import SNAPSHOTS_COLLECTION, Document
+from suspended_runs.server import EmbeddedMongoDB, Settings
+from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document
 from tests.helpers import Gql, Server, make_gql, running_app
 
 

@@ -18,13 +18,43 @@ import httpx
 from asgi_lifespan import LifespanManager
 from bson import json_util
 
-from server import Settings, create_app
-from server.embedded_mongodb import free_port
-from storage import Document
+from suspended_runs.server import Settings, create_app
+from suspended_runs.server.embedded_mongodb import free_port
+from suspended_runs.storage import Document
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mastra"
 
 Gql = Callable[..., Awaitable[dict[str, Any]]]
+
+RUN_FIELDS = """
+  runId agentId runtime status output error
+  toolCalls { toolCallId toolName args requiresApproval suspendPayload
+              decision { action decidedBy reason resumeData } }
+"""
+RESULT = f"""
+  __typename
+  ... on RunDecided {{ toolCallId run {{ {RUN_FIELDS} }} }}
+  ... on Problem {{ message }}
+  ... on RunNotSuspended {{ status }}
+  ... on WrongSuspensionKind {{ requiresApproval }}
+  ... on AlreadyDecided {{ decision {{ action }} }}
+  ... on ExecutorUnavailable {{ agentId }}
+"""
+"""What the tests select of a mutation's result union."""
+
+
+def _mutation(field: str, input_type: str, selection: str = RESULT) -> str:
+    return f"mutation($input: {input_type}!) {{ {field}(input: $input) {{ {selection} }} }}"
+
+
+START = _mutation(
+    "startRun",
+    "StartRunInput",
+    f"__typename ... on RunStarted {{ run {{ {RUN_FIELDS} }} }} ... on Problem {{ message }}",
+)
+APPROVE = _mutation("approveToolCall", "ApproveToolCallInput")
+DECLINE = _mutation("declineToolCall", "DeclineToolCallInput")
+RESUME = _mutation("resumeRun", "ResumeRunInput")
 
 
 def load_snapshots(name: str = "snapshots.extjson") -> list[Document]:
@@ -57,6 +87,62 @@ def make_gql(client: httpx.AsyncClient, headers: dict[str, str] | None = None) -
         return body
 
     return run
+
+
+async def act(gql: Gql, mutation: str, **input_: Any) -> dict[str, Any]:
+    """Run a mutation with `input_` as its input; its result (no GraphQL errors allowed)."""
+    body = await gql(mutation, {"input": input_})
+    assert "errors" not in body, body
+    result: dict[str, Any] = next(iter(body["data"].values()))
+    return result
+
+
+async def start_run(
+    gql: Gql, agent: str, prompt: str = "go /tmp/a.txt", **extra: Any
+) -> dict[str, Any]:
+    """Start a Python agent's run; the run where it came to rest."""
+    result = await act(gql, START, agentId=agent, prompt=prompt, **extra)
+    assert result["__typename"] == "RunStarted", result
+    run: dict[str, Any] = result["run"]
+    return run
+
+
+async def run_of(gql: Gql, run_id: str) -> Any:
+    """The run as `agentRun` shows it (None for no such run)."""
+    query = f"query($id: ID!) {{ agentRun(runId: $id) {{ {RUN_FIELDS} }} }}"
+    return (await gql(query, {"id": run_id}))["data"]["agentRun"]
+
+
+async def status_of(gql: Gql, run_id: str) -> str | None:
+    run = await run_of(gql, run_id)
+    return run["status"] if run else None
+
+
+async def listed(gql: Gql, run_id: str) -> bool:
+    """Whether `suspendedRuns` lists the run."""
+    body = await gql("{ suspendedRuns(perPage: 500) { runs { runId } } }")
+    return run_id in {r["runId"] for r in body["data"]["suspendedRuns"]["runs"]}
+
+
+def wait_until_serving(
+    url: str,
+    *,
+    alive: Callable[[], bool],
+    log: Callable[[], str] = lambda: "",
+    ready: Callable[[httpx.Response], bool] = lambda response: response.status_code == 200,
+    within: float = 60.0,
+) -> None:
+    """Poll `url` until `ready` says so; fail at once when the server is no longer alive."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        assert alive(), log()[-3000:]
+        try:
+            if ready(httpx.get(url, timeout=2)):
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise AssertionError(f"{url} did not become ready within {within:g}s: {log()[-3000:]}")
 
 
 def as_mastra(run: dict[str, Any]) -> dict[str, Any]:
@@ -126,21 +212,15 @@ class Server:
         env.update({k: v for k, v in self.env.items() if v})
         with self.log.open("a") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "server.cli", "serve"],
+                [sys.executable, "-m", "suspended_runs.server.cli", "serve"],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                if httpx.get(f"{self.url}/readyz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("the server did not become ready")
+        process = self.process
+        wait_until_serving(
+            f"{self.url}/readyz", alive=lambda: process.poll() is None, log=self.log.read_text
+        )
 
     def stop(self) -> int:
         assert self.process is not None

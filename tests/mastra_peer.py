@@ -6,14 +6,14 @@ import json
 import os
 import platform
 import subprocess
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from server.embedded_mongodb import free_port
+from suspended_runs.server.embedded_mongodb import free_port
+from tests.helpers import wait_until_serving
 
 PEER_DIR = Path(__file__).parent / "mastra_peer"
 _ARCH = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}
@@ -52,15 +52,13 @@ class MastraPeer:
             self.process = subprocess.Popen(
                 [str(self.node), "peer.mjs"], cwd=PEER_DIR, env=env, stdout=out, stderr=out
             )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                httpx.get(f"{self.url}/api/agents", timeout=1)
-                return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError(f"the Mastra peer did not start: {self.log.read_text()[-2000:]}")
+        process = self.process
+        wait_until_serving(
+            f"{self.url}/api/agents",
+            alive=lambda: process.poll() is None,
+            log=self.log.read_text,
+            ready=lambda response: True,  # any answer: it is listening
+        )
 
     def stop(self) -> None:
         if self.process is not None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.helpers import eventually, load_snapshots
+from tests.helpers import eventually, load_snapshots, start_run
 
 AGENTS = "{ agents { id runtime suspendedRuns } }"
 
@@ -35,11 +35,8 @@ async def test_agents_lists_python_and_mastra_agents_with_their_suspended_runs(
 
 
 async def test_a_run_started_with_thread_and_resource_is_filterable_by_them(gql) -> None:
-    body = await gql(
-        'mutation { startRun(input: {agentId: "city-asker", prompt: "Where?", '
-        'threadId: "th-9", resourceId: "user-9"}) { ... on RunStarted { run { runId } } } }'
-    )
-    run_id = body["data"]["startRun"]["run"]["runId"]
+    started = await start_run(gql, "city-asker", "Where?", threadId="th-9", resourceId="user-9")
+    run_id = started["runId"]
     page = await gql(
         '{ suspendedRuns(filter: {threadId: "th-9", resourceId: "user-9"}) '
         "{ total runs { runId threadId resourceId } } }"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from server import Settings
+from suspended_runs.server import Settings
 from tests.helpers import running_app
 
 
@@ -16,7 +16,7 @@ async def test_healthz_and_readyz(client) -> None:
 
 
 async def test_readyz_is_503_when_the_database_does_not_answer(client, monkeypatch) -> None:
-    from storage import Storage
+    from suspended_runs.storage import Storage
 
     async def down(self: Storage) -> bool:
         raise ConnectionError("no route")
@@ -37,9 +37,9 @@ async def test_graphiql_page_is_served_and_can_be_turned_off(settings: Settings)
 
 
 async def test_every_request_gets_one_log_line(client, caplog) -> None:
-    with caplog.at_level(logging.INFO, logger="server.requests"):
+    with caplog.at_level(logging.INFO, logger="suspended_runs.server.requests"):
         await client.post("/graphql", json={"query": "{ suspendedRuns { hasMore } }"})
-    [line] = [r for r in caplog.records if r.name == "server.requests"]
+    [line] = [r for r in caplog.records if r.name == "suspended_runs.server.requests"]
     assert (line.method, line.path, line.status) == ("POST", "/graphql", 200)
     assert line.durationMs >= 0
 

@@ -10,7 +10,7 @@ from pydantic_ai import Agent, DeferredToolRequests
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from tests.helpers import make_gql
+from tests.helpers import APPROVE, act, make_gql, start_run, status_of
 
 
 def _model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -41,22 +41,14 @@ async def test_a_continuation_longer_than_its_lease_stays_running(settings, star
         )
     )
     gql = make_gql(client)
-    body = await gql(
-        'mutation { startRun(input: {agentId: "slow", prompt: "go"}) '
-        "{ ... on RunStarted { run { runId status } } } }"
-    )
-    run_id = body["data"]["startRun"]["run"]["runId"]
-    approve = await gql(
-        "mutation($r: ID!) { approveToolCall(input: {runId: $r, wait: false}) "
-        "{ ... on RunDecided { run { status } } } }",
-        {"r": run_id},
-    )
-    assert approve["data"]["approveToolCall"]["run"]["status"] == "RUNNING"
-    seen: list[str] = []
-    while not seen or seen[-1] == "RUNNING":
-        run = await gql("query($r: ID!) { agentRun(runId: $r) { status } }", {"r": run_id})
-        seen.append(run["data"]["agentRun"]["status"])
-        await asyncio.sleep(0.05)
+    run_id = (await start_run(gql, "slow", "go"))["runId"]
+    approve = await act(gql, APPROVE, runId=run_id, wait=False)
+    assert approve["run"]["status"] == "RUNNING"
+    seen: list[str | None] = []
+    async with asyncio.timeout(30):  # a renewal that never ends would keep it RUNNING
+        while not seen or seen[-1] == "RUNNING":
+            seen.append(await status_of(gql, run_id))
+            await asyncio.sleep(0.05)
     assert "STALLED" not in seen
     assert seen[-1] == "COMPLETED"
     assert seen.count("RUNNING") >= 10  # it was watched across several lease periods

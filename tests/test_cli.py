@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -10,12 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pymongo import MongoClient
 
-from storage import SNAPSHOTS_COLLECTION
+from suspended_runs.storage import SNAPSHOTS_COLLECTION
 from tests.helpers import Server, load_snapshots
 
-COMMAND = [sys.executable, "-m", "server.cli"]
+COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -59,10 +61,40 @@ def test_reconcile_builds_the_index_from_snapshots(mongo_uri: str) -> None:
         client.close()
 
 
-def test_bad_settings_are_reported_without_a_traceback() -> None:
-    result = run_cli("serve", env={"PORT": "not-a-port"})
-    assert result.returncode == 2
-    assert "PORT" in result.stderr and "Traceback" not in result.stderr
+def test_version_prints_the_installed_version() -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"suspended-runs {importlib.metadata.version('suspended-runs')}"
+
+
+UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "named"),
+    [
+        ({"PORT": "not-a-port"}, (), "PORT"),
+        ({}, ("--port", "70000"), "PORT"),
+        ({"LOG_LEVEL": "VERBOSE"}, (), "LOG_LEVEL"),
+        ({"JWT_SECRET": "s" * 32, "JWT_PUBLIC_KEY": "pem"}, (), "JWT_SECRET"),
+        ({"AGENTS": "no_such_module:agents"}, (), "AGENTS"),
+        ({"API_KEYS_FILE": "/nonexistent/keys.json"}, (), "API_KEYS_FILE"),
+        ({"API_KEYS_FILE": "{malformed}"}, (), "API_KEYS_FILE"),
+        ({"MONGODB_URI": UNREACHABLE}, (), "MONGODB_URI"),
+    ],
+)
+def test_a_bad_setting_ends_with_one_line_naming_it(
+    env: dict[str, str], args: tuple[str, ...], named: str, tmp_path: Path
+) -> None:
+    if env.get("API_KEYS_FILE") == "{malformed}":
+        (tmp_path / "keys.json").write_text('[{"name": "a"')
+        env = {"API_KEYS_FILE": str(tmp_path / "keys.json")}
+    result = run_cli("serve", *args, env={"MONGODB_URI": UNREACHABLE, **env})
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("{")]
+    assert lines == [lines[0]] and lines[0].startswith("suspended-runs: "), result.stderr
+    assert named in lines[0], result.stderr  # log lines (JSON) may come before it
+    assert "Traceback" not in result.stderr
 
 
 def test_serve_keeps_runs_across_a_real_restart(server: Server, tmp_path: Path) -> None:

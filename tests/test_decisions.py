@@ -7,63 +7,21 @@ from typing import Any
 
 import pytest
 
-from runtime.demo import EXECUTIONS
-from storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
-from tests.helpers import Gql, eventually, load_snapshots, make_gql
-
-RUN = """
-  runId agentId runtime status output error
-  toolCalls { toolCallId toolName args requiresApproval suspendPayload
-              decision { action decidedBy reason resumeData } }
-"""
-RESULT = f"""
-  __typename
-  ... on RunDecided {{ toolCallId run {{ {RUN} }} }}
-  ... on Problem {{ message }}
-  ... on RunNotSuspended {{ status }}
-  ... on WrongSuspensionKind {{ requiresApproval }}
-  ... on AlreadyDecided {{ decision {{ action }} }}
-  ... on ExecutorUnavailable {{ agentId }}
-"""
-START = f"""mutation($input: StartRunInput!) {{ startRun(input: $input) {{
-  __typename ... on RunStarted {{ run {{ {RUN} }} }} ... on Problem {{ message }} }} }}"""
-APPROVE = (
-    f"mutation($input: ApproveToolCallInput!) {{ approveToolCall(input: $input) {{ {RESULT} }} }}"
+from suspended_runs.runtime.demo import EXECUTIONS
+from suspended_runs.storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
+from tests.helpers import (
+    APPROVE,
+    DECLINE,
+    RESUME,
+    START,
+    act,
+    eventually,
+    listed,
+    load_snapshots,
+    make_gql,
+    run_of,
 )
-DECLINE = (
-    f"mutation($input: DeclineToolCallInput!) {{ declineToolCall(input: $input) {{ {RESULT} }} }}"
-)
-RESUME = f"mutation($input: ResumeRunInput!) {{ resumeRun(input: $input) {{ {RESULT} }} }}"
-
-
-async def start(
-    gql: Gql, agent: str, prompt: str = "go /tmp/a.txt", **extra: Any
-) -> dict[str, Any]:
-    body = await gql(START, {"input": {"agentId": agent, "prompt": prompt, **extra}})
-    assert "errors" not in body, body
-    result = body["data"]["startRun"]
-    assert result["__typename"] == "RunStarted", result
-    run: dict[str, Any] = result["run"]
-    return run
-
-
-async def act(gql: Gql, mutation: str, **input_: Any) -> dict[str, Any]:
-    body = await gql(mutation, {"input": input_})
-    assert "errors" not in body, body
-    result: dict[str, Any] = next(iter(body["data"].values()))
-    return result
-
-
-async def run_of(gql: Gql, run_id: str) -> dict[str, Any]:
-    body = await gql(f"query($id: ID!) {{ agentRun(runId: $id) {{ {RUN} }} }}", {"id": run_id})
-    run: dict[str, Any] = body["data"]["agentRun"]
-    return run
-
-
-async def listed(gql: Gql, run_id: str) -> bool:
-    body = await gql("{ suspendedRuns(perPage: 500) { runs { runId } } }")
-    return run_id in {r["runId"] for r in body["data"]["suspendedRuns"]["runs"]}
-
+from tests.helpers import start_run as start
 
 # -- the demo agents' whole cycle -------------------------------------------------------
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pymongo import MongoClient
 
-from server import EmbeddedMongoDB
+from suspended_runs.server import EmbeddedMongoDB
 
 
 def test_data_survives_a_restart(tmp_path: Path) -> None:

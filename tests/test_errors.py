@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import logging
 
-from server.logs import JsonFormatter
-from storage import RunIndex
+from suspended_runs.server.logs import JsonFormatter
+from suspended_runs.storage import RunIndex
 
 
 async def test_internal_errors_are_masked_and_logged(gql, monkeypatch, caplog) -> None:
@@ -14,7 +14,7 @@ async def test_internal_errors_are_masked_and_logged(gql, monkeypatch, caplog) -
         raise RuntimeError("connection string mongodb://secret@db")
 
     monkeypatch.setattr(RunIndex, "page", broken)
-    with caplog.at_level(logging.ERROR, logger="schema.errors"):
+    with caplog.at_level(logging.ERROR, logger="suspended_runs.schema.errors"):
         body = await gql("{ suspendedRuns { runs { runId } } }")
     [error] = body["errors"]
     assert error["message"] == "Internal server error."

@@ -4,7 +4,6 @@ never an unmasked internal error, and the server still answers afterwards."""
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,9 +14,10 @@ import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from schema import MASKED_MESSAGE
-from server import Settings, create_app
-from server.embedded_mongodb import free_port
+from suspended_runs.schema import MASKED_MESSAGE
+from suspended_runs.server import Settings, create_app
+from suspended_runs.server.embedded_mongodb import free_port
+from tests.helpers import wait_until_serving
 
 FIELDS = [
     "suspendedRuns",
@@ -131,15 +131,8 @@ class ThreadedServer:
     def __enter__(self) -> str:
         self.thread.start()
         url = f"http://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/readyz").status_code == 200:
-                    return url
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("the server did not start")
+        wait_until_serving(f"{url}/readyz", alive=self.thread.is_alive, within=30)
+        return url
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True

@@ -16,22 +16,21 @@ from typing import Any
 
 import pytest
 
-from server import Settings
-from tests.helpers import Gql, as_mastra, eventually, make_gql
+from suspended_runs.server import Settings
+from tests.helpers import (
+    APPROVE,
+    DECLINE,
+    RESUME,
+    Gql,
+    act,
+    as_mastra,
+    eventually,
+    make_gql,
+    run_of,
+)
 from tests.mastra_peer import MastraPeer, node_binary
 
 PEER_DB = "mastra_interop"
-RESULT = """__typename
-  ... on RunDecided { toolCallId run { status runtime output error toolCalls { toolCallId } } }
-  ... on Problem { message } ... on RunNotSuspended { status }"""
-APPROVE = f"""mutation($run: ID!, $call: String) {{
-  approveToolCall(input: {{runId: $run, toolCallId: $call}}) {{ {RESULT} }} }}"""
-DECLINE = f"""mutation($run: ID!, $reason: String) {{
-  declineToolCall(input: {{runId: $run, reason: $reason}}) {{ {RESULT} }} }}"""
-RESUME = f"""mutation($run: ID!, $data: JSON!) {{
-  resumeRun(input: {{runId: $run, resumeData: $data}}) {{ {RESULT} }} }}"""
-RUN = """query($id: ID!) { agentRun(runId: $id) { status runtime
-  toolCalls { toolCallId toolName args requiresApproval decision { action } } } }"""
 LIST = """query($agent: ID) { suspendedRuns(filter: {agentId: $agent}, perPage: 500) {
   total runs { runId status threadId resourceId suspendedAt runtime
   toolCalls { toolCallId toolName args requiresApproval suspendPayload } } } }"""
@@ -73,18 +72,6 @@ async def gql(mongo_uri: str, peer: MastraPeer, start_app) -> Gql:
     return make_gql(await start_app(settings_for(mongo_uri, peer)))
 
 
-async def decide(gql: Gql, mutation: str, **variables: Any) -> dict[str, Any]:
-    body = await gql(mutation, variables)
-    assert "errors" not in body, body
-    result: dict[str, Any] = next(iter(body["data"].values()))
-    return result
-
-
-async def run_of(gql: Gql, run_id: str) -> dict[str, Any]:
-    run: dict[str, Any] = (await gql(RUN, {"id": run_id}))["data"]["agentRun"]
-    return run
-
-
 async def shows(gql: Gql, run_id: str, status: str = "SUSPENDED") -> bool:
     run = await run_of(gql, run_id)
     return run is not None and bool(run["status"] == status)
@@ -116,7 +103,7 @@ async def test_approve_runs_the_tool_once_and_completes(gql, peer: MastraPeer) -
     path = f"/tmp/{uuid.uuid4().hex}"
     run_id = await peer.start_run("approver", [delete(path)])
     await eventually(lambda: shows(gql, run_id), within=2)
-    result = await decide(gql, APPROVE, run=run_id)
+    result = await act(gql, APPROVE, runId=run_id)
     assert result["__typename"] == "RunDecided", result
     assert (result["run"]["status"], result["run"]["output"]) == ("COMPLETED", "done")
     assert peer.executions(path) == [("deleteFile", {"path": path})]
@@ -128,7 +115,7 @@ async def test_decline_never_runs_the_tool(gql, peer: MastraPeer) -> None:
     path = f"/tmp/{uuid.uuid4().hex}"
     run_id = await peer.start_run("approver", [delete(path)])
     await eventually(lambda: shows(gql, run_id), within=2)
-    result = await decide(gql, DECLINE, run=run_id, reason="keep it")
+    result = await act(gql, DECLINE, runId=run_id, reason="keep it")
     assert result["run"]["status"] == "COMPLETED"
     assert peer.executions(path) == []
 
@@ -137,7 +124,7 @@ async def test_resume_gives_the_suspended_tool_its_data(gql, peer: MastraPeer) -
     city = f"City-{uuid.uuid4().hex[:6]}"
     run_id = await peer.start_run("asker", [{"toolName": "askCity", "input": {"question": "?"}}])
     await eventually(lambda: shows(gql, run_id), within=2)
-    result = await decide(gql, RESUME, run=run_id, data={"name": city})
+    result = await act(gql, RESUME, runId=run_id, resumeData={"name": city})
     assert result["run"]["status"] == "COMPLETED"
     assert peer.executions(city) == [("askCity", {"name": city})]
 
@@ -148,11 +135,11 @@ async def test_parallel_approvals_are_worked_through_one_by_one(gql, peer: Mastr
     await eventually(lambda: shows(gql, run_id), within=2)
     first = (await run_of(gql, run_id))["toolCalls"]
     assert [c["args"] for c in first] == [{"path": f"/tmp/{tag}/1"}]
-    result = await decide(gql, APPROVE, run=run_id)
+    result = await act(gql, APPROVE, runId=run_id)
     assert result["run"]["status"] == "SUSPENDED"  # now on the second call
     second = result["run"]["toolCalls"]
     assert len(second) == 1 and second[0]["toolCallId"] != first[0]["toolCallId"]
-    done = await decide(gql, APPROVE, run=run_id)
+    done = await act(gql, APPROVE, runId=run_id)
     assert done["run"]["status"] == "COMPLETED"
     assert sorted(p["path"] for _, p in peer.executions(tag)) == [f"/tmp/{tag}/1", f"/tmp/{tag}/2"]
 
@@ -161,7 +148,7 @@ async def test_twenty_concurrent_approvals_run_the_tool_once(gql, peer: MastraPe
     path = f"/tmp/{uuid.uuid4().hex}"
     run_id = await peer.start_run("approver", [delete(path)])
     await eventually(lambda: shows(gql, run_id), within=2)
-    results = await asyncio.gather(*(decide(gql, APPROVE, run=run_id) for _ in range(20)))
+    results = await asyncio.gather(*(act(gql, APPROVE, runId=run_id) for _ in range(20)))
     kinds = [r["__typename"] for r in results]
     assert kinds.count("RunDecided") == 1, kinds
     assert set(kinds) <= {"RunDecided", "AlreadyDecided", "RunNotSuspended"}
@@ -201,13 +188,13 @@ async def test_a_stopped_peer_is_executor_unavailable_and_a_retry_succeeds(
         run_id = await own.start_run("approver", [delete(path)])
         await eventually(lambda: shows(gql, run_id), within=2)
         own.stop()
-        refused = await decide(gql, APPROVE, run=run_id)
+        refused = await act(gql, APPROVE, runId=run_id)
         assert refused["__typename"] == "ExecutorUnavailable"
         assert "could not be reached" in refused["message"]
         run = await run_of(gql, run_id)
         assert run["status"] == "SUSPENDED" and run["toolCalls"][0]["decision"] is None
         own.start()
-        result = await decide(gql, APPROVE, run=run_id)
+        result = await act(gql, APPROVE, runId=run_id)
         assert result["run"]["status"] == "COMPLETED", result
         assert own.executions(path) == [("deleteFile", {"path": path})]
     finally:

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from runtime import AgentsNotLoadable, load_agents
+from suspended_runs.runtime import load_agents
+from suspended_runs.storage import AgentsNotLoadable
 from tests.helpers import Server
 
 START = """mutation($agent: ID!, $prompt: String!) {
@@ -24,12 +25,18 @@ LIST = """{ suspendedRuns { total runs { runId agentId status
 
 
 def test_demo_agents_load_by_path() -> None:
-    agents = load_agents("runtime.demo:agents")
+    agents = load_agents("suspended_runs.runtime.demo:agents")
     assert set(agents) == {"file-cleaner", "city-asker", "trip-planner"}
 
 
 @pytest.mark.parametrize(
-    "spec", ["runtime.demo", "no.such.module:agents", "runtime.demo:nothing", "runtime.demo:City"]
+    "spec",
+    [
+        "suspended_runs.runtime.demo",
+        "no.such.module:agents",
+        "suspended_runs.runtime.demo:nothing",
+        "suspended_runs.runtime.demo:City",
+    ],
 )
 def test_a_bad_agents_setting_says_what_is_wrong(spec: str) -> None:
     with pytest.raises(AgentsNotLoadable):

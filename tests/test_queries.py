@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from storage import Cursor, InvalidCursor, RunFilter
+from suspended_runs.storage import Cursor, InvalidCursor, RunFilter
 
 
 def test_cursor_round_trips() -> None:

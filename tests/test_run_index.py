@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from storage import (
+from suspended_runs.storage import (
     RUNS_COLLECTION,
     Action,
     Claim,

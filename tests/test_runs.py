@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from bson import json_util
 
-from storage import RunIndex
+from suspended_runs.storage import RunIndex
 from tests.helpers import (
     Gql,
     as_mastra,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from bson import Decimal128, ObjectId
 
-from schema.scalars import json_value, parse_datetime, serialize_datetime
+from suspended_runs.schema.scalars import json_value, parse_datetime, serialize_datetime
 from tests.helpers import eventually, suspended_doc
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from schema import build_schema
+from suspended_runs.schema import build_schema
 
 SDL = Path(__file__).parent.parent / "schema" / "schema.graphql"
 

@@ -9,7 +9,14 @@ from datetime import UTC, datetime
 import pytest
 from bson import json_util
 
-from storage import Document, MalformedSnapshot, RunStatus, Runtime, ToolCall, extract_entry
+from suspended_runs.storage import (
+    Document,
+    MalformedSnapshot,
+    RunStatus,
+    Runtime,
+    ToolCall,
+    extract_entry,
+)
 from tests.helpers import load_json, load_snapshots, suspended_doc
 
 SCENARIOS = load_json("list_suspended_runs.json")["scenarios"]

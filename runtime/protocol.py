@@ -1,0 +1,71 @@
+"""One interface for what continues a run: the Python runtime and the Mastra runtime
+implement it, and a run's `runtime` field chooses which one acts on it.
+
+A resolver asks the run's runtime what it can do (`capabilities`), whether it serves the
+run's agent, to check resume data, to record a decision, and to continue a claimed run;
+it never branches on which runtime it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from suspended_runs.storage import RunEntry, Runtime, ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    starts_runs: bool
+    """`startRun` can start this runtime's agents."""
+    validates_resume_data: bool
+    """Resume data is checked here before anything is recorded (else the runtime checks it)."""
+    continues_each_decision: bool
+    """Each decision is sent on at once (Mastra asks parallel approvals one at a time);
+    otherwise a run is continued when its last pending call is decided."""
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """A decided run that this process claimed and must now carry on."""
+
+    claimed: RunEntry
+    """The run with its decisions, RUNNING under this process's claim."""
+    seen: RunEntry
+    """The run as it was before the decision: what to put back if nothing was applied."""
+    tool_call_id: str
+    """The call whose decision completed the claim."""
+
+
+class AgentRuntime(Protocol):
+    kind: Runtime
+    capabilities: Capabilities
+
+    def serves(self, agent_id: str) -> bool:
+        """Whether this process can continue (or start) runs of `agent_id`."""
+
+    def agent_ids(self) -> Iterable[str]:
+        """The agents this runtime knows by configuration (not from the run index)."""
+
+    async def start(
+        self, agent_id: str, prompt: str, thread_id: str | None, resource_id: str | None
+    ) -> RunEntry:
+        """Run an agent until it completes or suspends (only with `starts_runs`)."""
+
+    def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
+        """Raise ResumeDataRejected for data the suspended call cannot take."""
+
+    async def record_decision(self, decided: RunEntry) -> None:
+        """Keep a just-recorded decision where this runtime's snapshot needs it."""
+
+    async def continue_run(self, continuation: Continuation) -> RunEntry:
+        """Carry a claimed run to its next resting state, settle it, and return it.
+
+        Raises NotApplied after putting the run back as it was seen, when the decision
+        certainly never reached the runtime.
+        """
+
+    async def settle(self, claimed: RunEntry) -> RunEntry | None:
+        """Where a claimed run came to rest, read from its snapshot; None if it has not
+        moved since it was claimed."""
