@@ -7,12 +7,16 @@
 A scope limits a caller to runs of some resources and/or some agents (a run must match
 every part given). It is applied in the database query itself, so totals and pages count
 only what the caller may see; a run outside it answers exactly as an unknown run does.
+
+Scopes fail closed: a caller whose credentials state no scope gets `Scope.NONE` (no run,
+no agent), and only credentials that say "all" get `Scope.ALL`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import ClassVar
 
 from graphql import GraphQLError
 
@@ -32,7 +36,17 @@ _RANK = {Role.VIEWER: 0, Role.APPROVER: 1, Role.ADMIN: 2}
 class Scope:
     resource_ids: frozenset[str] | None = None
     agent_ids: frozenset[str] | None = None
-    """None: any. An empty set: none."""
+    """None: any. An empty set: none. Build a scope as `Scope.ALL`, `Scope.NONE`, or with
+    the parts that credentials give; `Scope()` is `Scope.ALL`."""
+
+    ALL: ClassVar[Scope]
+    """Every run: only for credentials that say "all" (and an open server)."""
+    NONE: ClassVar[Scope]
+    """No run at all: what credentials that state no scope get."""
+
+    @property
+    def unrestricted(self) -> bool:
+        return self.resource_ids is None and self.agent_ids is None
 
     def allows(self, entry: RunEntry) -> bool:
         resources, agents = self.resource_ids, self.agent_ids
@@ -50,19 +64,24 @@ class Scope:
         return replace(run_filter, resource_ids=self.resource_ids, agent_ids=self.agent_ids)
 
 
+Scope.ALL = Scope(resource_ids=None, agent_ids=None)
+Scope.NONE = Scope(resource_ids=frozenset(), agent_ids=frozenset())
+
+
 @dataclass(frozen=True, slots=True)
 class Principal:
     subject: str
     role: Role | None
     """None: authenticated, but with no role this server knows: may do nothing."""
-    scope: Scope = Scope()
+    scope: Scope = Scope.NONE
+    """What runs the caller may see; a caller made without one sees none."""
     authenticated: bool = True
 
     def may(self, role: Role) -> bool:
         return self.role is not None and _RANK[self.role] >= _RANK[role]
 
 
-OPEN_ACCESS = Principal(subject="anonymous", role=Role.ADMIN, authenticated=False)
+OPEN_ACCESS = Principal(subject="anonymous", role=Role.ADMIN, scope=Scope.ALL, authenticated=False)
 """Who everyone is when no API keys and no JWT are configured."""
 
 

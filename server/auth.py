@@ -11,7 +11,13 @@ No key, token or claim value is ever logged or returned: failures name a reason 
 API key file:
 
     [{"name": "dashboard-eu", "sha256": "<hex of sha256(key)>", "role": "viewer",
-      "resourceIds": ["tenant-eu"], "agentIds": null}]
+      "resourceIds": ["tenant-eu"], "agentIds": null},
+     {"name": "operator", "sha256": "<hex>", "role": "admin", "scope": "all"}]
+
+Scopes fail closed. A key entry's scope is its `resourceIds` and `agentIds`, or `"scope":
+"all"`; a token's is its `JWT_SCOPE_CLAIM` claim (default `suspended_runs_scope`, apart
+from OAuth2's space-separated `scope`): `"all"`, or `{"resourceIds": [...], "agentIds":
+[...]}`. Credentials that name neither part and do not say "all" see no run at all.
 """
 
 from __future__ import annotations
@@ -34,6 +40,9 @@ from suspended_runs.storage import ConfigurationError, Unauthenticated
 log = logging.getLogger(__name__)
 
 API_KEY_HEADER = "x-api-key"
+ALL = "all"
+"""The scope of credentials that may see every run."""
+DEFAULT_SCOPE_CLAIM = "suspended_runs_scope"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +53,7 @@ class JwtConfig:
     issuer: str | None = None
     subject_claim: str = "sub"
     role_claim: str = "role"
-    scope_claim: str = "scope"
+    scope_claim: str = DEFAULT_SCOPE_CLAIM
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +78,7 @@ def load_api_keys(path: Path) -> list[ApiKey]:
                 name=str(entry["name"]),
                 digest=str(entry["sha256"]).lower(),
                 role=_role(entry.get("role")),
-                scope=_scope(entry.get("resourceIds"), entry.get("agentIds")),
+                scope=_entry_scope(entry),
             )
             for entry in entries
         ]
@@ -131,17 +140,15 @@ class Authenticator:
             raise Unauthenticated("the token's signature is not valid") from None
         except jwt.PyJWTError as exc:
             raise Unauthenticated(f"the token is not valid ({type(exc).__name__})") from None
-        scope = claims.get(config.scope_claim) or {}
         try:
-            if not isinstance(scope, dict):
-                raise ValueError
-            return Principal(
-                subject=str(claims[config.subject_claim]),
-                role=_role(claims.get(config.role_claim)),
-                scope=_scope(scope.get("resourceIds"), scope.get("agentIds")),
-            )
+            scope = parse_scope(claims.get(config.scope_claim))
         except ValueError:
             raise Unauthenticated("the token's scope claim is malformed") from None
+        return Principal(
+            subject=str(claims[config.subject_claim]),
+            role=_role(claims.get(config.role_claim)),
+            scope=scope,
+        )
 
 
 def _role(value: Any) -> Role | None:
@@ -151,8 +158,29 @@ def _role(value: Any) -> Role | None:
         return None  # authenticated, but may do nothing
 
 
-def _scope(resource_ids: Any, agent_ids: Any) -> Scope:
-    return Scope(resource_ids=_id_set(resource_ids), agent_ids=_id_set(agent_ids))
+def parse_scope(value: Any) -> Scope:
+    """A scope as credentials state it: "all", or an object of `resourceIds` and/or
+    `agentIds`; one that names neither (absent, null, `{}`) is no run at all."""
+    if value == ALL:
+        return Scope.ALL
+    if value is None:
+        return Scope.NONE
+    if not isinstance(value, dict):
+        raise ValueError('a scope is "all" or an object of resourceIds and agentIds')
+    resource_ids, agent_ids = _id_set(value.get("resourceIds")), _id_set(value.get("agentIds"))
+    if resource_ids is None and agent_ids is None:
+        return Scope.NONE
+    return Scope(resource_ids=resource_ids, agent_ids=agent_ids)
+
+
+def _entry_scope(entry: dict[str, Any]) -> Scope:
+    """A key entry's scope: `"scope"` (as a token's claim), or its resourceIds/agentIds."""
+    parts = {k: entry[k] for k in ("resourceIds", "agentIds") if entry.get(k) is not None}
+    if "scope" in entry:
+        if parts:
+            raise ValueError(f"key {entry['name']!r}: give scope or resourceIds/agentIds, not both")
+        return parse_scope(entry["scope"])
+    return parse_scope(parts)
 
 
 def _id_set(values: Any) -> frozenset[str] | None:

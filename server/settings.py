@@ -11,7 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from suspended_runs.runtime import MastraServers
 from suspended_runs.schema import Limits
-from suspended_runs.server.auth import JwtConfig
+from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
 from suspended_runs.storage import ConfigurationError, SyncMode
 
 
@@ -62,7 +62,9 @@ class Settings(BaseSettings):
     jwt_issuer: str | None = None
     jwt_subject_claim: str = "sub"
     jwt_role_claim: str = "role"
-    jwt_scope_claim: str = "scope"
+    jwt_scope_claim: str = Field(
+        DEFAULT_SCOPE_CLAIM, description='Claim of the scope: "all" or {resourceIds, agentIds}.'
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod

@@ -23,6 +23,16 @@ LIST = "{ suspendedRuns { total runs { runId resourceId } } }"
 APPROVE = """mutation($run: ID!) { approveToolCall(input: {runId: $run}) {
   __typename ... on Problem { message } ... on Forbidden { neededRole } } }"""
 RUN = "query($id: ID!) { agentRun(runId: $id) { runId } }"
+AGENTS = "{ agents { id suspendedRuns } }"
+LOG = "query($id: ID!) { decisionLog(runId: $id) { decidedBy } }"
+KEYS: list[dict[str, Any]] = [
+    {"name": "a-viewer", "role": "viewer", "resourceIds": ["tenant-a"]},
+    {"name": "b-approver", "role": "approver", "resourceIds": ["tenant-b"]},
+    {"name": "guest", "role": "guest", "scope": "all"},
+    {"name": "unscoped", "role": "approver"},
+    {"name": "everything", "role": "viewer", "scope": "all"},
+]
+"""The tenants' API keys: name, role and scope of each."""
 
 
 def token(key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:
@@ -50,14 +60,10 @@ async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> d
     await snapshots.insert_many(docs)
     keys: dict[str, str] = {}
     entries = []
-    for name, role, resources in [
-        ("a-viewer", "viewer", ["tenant-a"]),
-        ("b-approver", "approver", ["tenant-b"]),
-        ("guest", "guest", None),
-    ]:
+    for entry in KEYS:
         key, digest = new_api_key()
-        keys[name] = key
-        entries.append({"name": name, "sha256": digest, "role": role, "resourceIds": resources})
+        keys[entry["name"]] = key
+        entries.append({**entry, "sha256": digest})
     key_file = tmp_path / "keys.json"
     key_file.write_text(json.dumps(entries))
     client = await start_app(
@@ -65,14 +71,14 @@ async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> d
             update={"api_keys_file": key_file, "jwt_secret": SECRET, "jwt_audience": "runs-api"}
         )
     )
-    admin = bearer(token(role="admin", aud="runs-api"))
+    admin = bearer(token(role="admin", aud="runs-api", suspended_runs_scope="all"))
 
     async def all_listed() -> bool:
         body = (await post(client, LIST, admin)).json()
         return bool(body["data"]["suspendedRuns"]["total"] == 5)
 
     await eventually(all_listed, within=2)
-    return {"client": client, "keys": keys}
+    return {"client": client, "keys": keys, "admin": admin}
 
 
 def key(tenants: dict[str, Any], name: str) -> dict[str, str]:
@@ -93,9 +99,55 @@ async def test_two_tenants_see_disjoint_lists_with_their_own_totals(tenants) -> 
 
 
 async def test_a_jwt_scope_limits_the_list_the_same_way(tenants) -> None:
-    scoped = bearer(token(aud="runs-api", scope={"resourceIds": ["tenant-b"]}))
+    scoped = bearer(token(aud="runs-api", suspended_runs_scope={"resourceIds": ["tenant-b"]}))
     body = (await post(tenants["client"], LIST, scoped)).json()
     assert body["data"]["suspendedRuns"]["total"] == 2
+
+
+async def sees_nothing(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
+    """No run, no agent, no decision of anyone: lists, lookups, agents and the audit log."""
+    body = (await post(client, LIST, headers)).json()
+    assert body == {"data": {"suspendedRuns": {"total": 0, "runs": []}}}
+    peek = '{ suspendedRuns(filter: {resourceId: "tenant-a"}) { total } }'
+    assert (await post(client, peek, headers)).json()["data"]["suspendedRuns"]["total"] == 0
+    assert (await post(client, RUN, headers, id="a-0")).json() == {"data": {"agentRun": None}}
+    assert (await post(client, AGENTS, headers)).json() == {"data": {"agents": []}}
+    assert (await post(client, LOG, headers, id="a-0")).json() == {"data": {"decisionLog": []}}
+
+
+async def test_a_key_without_a_scope_sees_no_run_and_decides_none(tenants) -> None:
+    client, unscoped = tenants["client"], key(tenants, "unscoped")
+    await post(client, APPROVE, tenants["admin"], run="a-0")  # a record in the audit log
+    assert (await post(client, LOG, tenants["admin"], id="a-0")).json()["data"]["decisionLog"]
+    await sees_nothing(client, unscoped)
+    answer = (await post(client, APPROVE, unscoped, run="a-1")).json()["data"]
+    assert answer["approveToolCall"]["__typename"] == "RunNotFound"
+
+
+async def test_a_token_without_our_scope_claim_sees_no_run(tenants) -> None:
+    client = tenants["client"]
+    claims: dict[str, Any]
+    for claims in (
+        {},  # no scope claim at all
+        {"scope": "runs:read runs:write"},  # OAuth2's scope string is not ours: not a 401
+        {"suspended_runs_scope": {}},
+        {"suspended_runs_scope": {"resourceIds": None, "agentIds": None}},
+    ):
+        headers = bearer(token(aud="runs-api", role="approver", **claims))
+        assert (await post(client, LIST, headers)).status_code == 200
+        await sees_nothing(client, headers)
+
+
+async def test_only_credentials_that_say_all_see_every_run(tenants) -> None:
+    client = tenants["client"]
+    for headers in (key(tenants, "everything"), tenants["admin"]):
+        body = (await post(client, LIST, headers)).json()
+        assert body["data"]["suspendedRuns"]["total"] == 5
+    for malformed in ("everything", ["all"], {"resourceIds": "tenant-a"}):
+        headers = bearer(token(aud="runs-api", suspended_runs_scope=malformed))
+        response = await post(client, LIST, headers)
+        assert response.status_code == 401
+        assert "scope claim is malformed" in response.json()["errors"][0]["message"]
 
 
 async def test_a_viewer_cannot_decide(tenants) -> None:
