@@ -53,6 +53,9 @@ class Settings(BaseSettings):
     )
     mastra_timeout_seconds: float = Field(60.0, gt=0)
     env: Literal["development", "production"] = "development"
+    allow_anonymous: bool = Field(
+        False, description="Production without API keys or JWT: everyone an anonymous admin."
+    )
     cors_origins: str = Field("", description="Comma-separated origins allowed by CORS.")
     max_request_bytes: int = Field(1_048_576, ge=1024)
     api_keys_file: Path | None = None

@@ -14,8 +14,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from suspended_runs.server import Settings
+from suspended_runs.server import Settings, create_app
 from suspended_runs.server.auth import new_api_key
+from suspended_runs.storage import ConfigurationError
 from tests.helpers import eventually, suspended_doc
 
 SECRET = "test-secret-that-is-long-enough-for-hs256"
@@ -233,8 +234,9 @@ async def test_rs256_tokens_are_checked_with_the_public_key(settings: Settings, 
 async def test_production_mode_has_no_graphiql_and_refuses_introspection(
     settings, start_app
 ) -> None:
+    production = {"env": "production", "allow_anonymous": True}
     client = await start_app(
-        settings.model_copy(update={"env": "production", "cors_origins": "https://dash.example"})
+        settings.model_copy(update={**production, "cors_origins": "https://dash.example"})
     )
     page = await client.get("/graphql", headers={"accept": "text/html"})
     assert page.status_code == 404  # no IDE page: a GET without a query is not an operation
@@ -253,6 +255,17 @@ async def test_production_mode_has_no_graphiql_and_refuses_introspection(
         headers={"origin": "https://evil.example", "access-control-request-method": "POST"},
     )
     assert "access-control-allow-origin" not in evil.headers
+
+
+async def test_production_refuses_to_start_without_authentication(settings, start_app) -> None:
+    production = settings.model_copy(update={"env": "production"})
+    with pytest.raises(ConfigurationError) as refused:
+        create_app(production)
+    for setting in ("ENV=production", "API_KEYS_FILE", "JWT_SECRET", "ALLOW_ANONYMOUS"):
+        assert setting in str(refused.value)
+    client = await start_app(production.model_copy(update={"jwt_secret": SECRET}))
+    assert (await post(client, LIST, {})).status_code == 401
+    assert (await post(client, LIST, bearer(token()))).status_code == 200
 
 
 async def test_an_oversized_body_is_refused_with_413(settings, start_app) -> None:
