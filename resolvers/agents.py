@@ -70,6 +70,9 @@ async def decision_log(context: Context, run_id: str) -> list[AuditRecord]:
 
 
 async def reconcile(context: Context) -> ReconcileReport | Forbidden:
+    """Rebuilds the whole index, every tenant's runs: only for an admin who sees them all."""
     if not context.principal.may(Role.ADMIN):
         return Forbidden(Role.ADMIN.value, "reconciling needs the admin role")
+    if not context.principal.scope.unrestricted:
+        return Forbidden(Role.ADMIN.value, 'reconciling needs an admin whose scope is "all"')
     return await context.storage.sync.reconcile()

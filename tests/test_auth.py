@@ -32,6 +32,8 @@ KEYS: list[dict[str, Any]] = [
     {"name": "guest", "role": "guest", "scope": "all"},
     {"name": "unscoped", "role": "approver"},
     {"name": "everything", "role": "viewer", "scope": "all"},
+    {"name": "a-admin", "role": "admin", "resourceIds": ["tenant-a"]},
+    {"name": "approver-agent", "role": "viewer", "agentIds": ["approver"]},
 ]
 """The tenants' API keys: name, role and scope of each."""
 
@@ -149,6 +151,42 @@ async def test_only_credentials_that_say_all_see_every_run(tenants) -> None:
         response = await post(client, LIST, headers)
         assert response.status_code == 401
         assert "scope claim is malformed" in response.json()["errors"][0]["message"]
+
+
+RECONCILE = """mutation { reconcileRuns { __typename
+  ... on RunsReconciled { scanned } ... on Forbidden { message neededRole } } }"""
+
+
+async def test_only_an_admin_of_all_runs_may_reconcile(tenants) -> None:
+    client = tenants["client"]
+    for scoped in (key(tenants, "a-admin"), bearer(token(aud="runs-api", role="admin"))):
+        body = (await post(client, RECONCILE, scoped)).json()
+        assert body["data"]["reconcileRuns"] == {
+            "__typename": "Forbidden",
+            "message": 'reconciling needs an admin whose scope is "all"',
+            "neededRole": "admin",
+        }
+    body = (await post(client, RECONCILE, tenants["admin"])).json()
+    assert body["data"]["reconcileRuns"]["__typename"] == "RunsReconciled"
+
+
+async def test_agents_are_listed_within_the_callers_scope(tenants, snapshots) -> None:
+    client, admin = tenants["client"], tenants["admin"]
+    await snapshots.insert_one(suspended_doc("b-x", agent_id="b-only", resourceId="tenant-b"))
+
+    async def agents(headers: dict[str, str]) -> dict[str, int]:
+        body = (await post(client, AGENTS, headers)).json()
+        return {a["id"]: a["suspendedRuns"] for a in body["data"]["agents"]}
+
+    async def seen() -> bool:
+        return "b-only" in await agents(admin)
+
+    await eventually(seen, within=2)
+    everything = await agents(admin)
+    assert everything["approver"] == 5 and "file-cleaner" in everything  # a Python agent
+    tenant_a = await agents(key(tenants, "a-viewer"))
+    assert "b-only" not in tenant_a and tenant_a["approver"] == 3
+    assert await agents(key(tenants, "approver-agent")) == {"approver": 5}
 
 
 async def test_a_viewer_cannot_decide(tenants) -> None:
