@@ -1,22 +1,36 @@
 """Query and mutation resolvers: GraphQL arguments -> storage and runtime calls."""
 
 from suspended_runs.resolvers.access import OPEN_ACCESS, ForbiddenQuery, Principal, Role, Scope
-from suspended_runs.resolvers.agents import AgentSummary, agents, decision_log, reconcile, start_run
+from suspended_runs.resolvers.agents import AgentSummary, agents, reconcile, start_run
+from suspended_runs.resolvers.audit import (
+    DEFAULT_LOG_PAGE,
+    MAX_LOG_PAGE,
+    decision_log,
+    record_cursor,
+)
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
 from suspended_runs.resolvers.errors import PUBLIC_CODES, BadUserInput
+from suspended_runs.resolvers.operators import cancel_run, release_run
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
+    CancelOutcome,
+    DecisionInProgress,
     DecisionOutcome,
     ExecutorUnavailable,
     Forbidden,
     InvalidResumeData,
+    OutcomeUnknown,
+    ReleaseOutcome,
+    RunCancelled,
     RunDecided,
     RunNotFound,
     RunNotSuspended,
+    RunReleased,
     RunStarted,
     StartOutcome,
     ToolCallNotFound,
+    WrongRunStatus,
     WrongSuspensionKind,
 )
 from suspended_runs.resolvers.runs import (
@@ -30,38 +44,50 @@ from suspended_runs.resolvers.runs import (
 )
 
 __all__ = [
+    "DEFAULT_LOG_PAGE",
     "DEFAULT_PAGE_SIZE",
+    "MAX_LOG_PAGE",
     "MAX_PAGE_SIZE",
     "OPEN_ACCESS",
     "PUBLIC_CODES",
     "AgentSummary",
     "AlreadyDecided",
     "BadUserInput",
+    "CancelOutcome",
     "Context",
+    "DecisionInProgress",
     "DecisionOutcome",
     "DecisionRequest",
     "ExecutorUnavailable",
     "Forbidden",
     "ForbiddenQuery",
     "InvalidResumeData",
+    "OutcomeUnknown",
     "Paging",
     "Principal",
+    "ReleaseOutcome",
     "Role",
+    "RunCancelled",
     "RunDecided",
     "RunNotFound",
     "RunNotSuspended",
+    "RunReleased",
     "RunStarted",
     "RunsPage",
     "Scope",
     "StartOutcome",
     "ToolCallNotFound",
+    "WrongRunStatus",
     "WrongSuspensionKind",
     "agent_run",
     "agents",
+    "cancel_run",
     "decide",
     "decision_log",
     "paging_from_arguments",
     "reconcile",
+    "record_cursor",
+    "release_run",
     "start_run",
     "suspended_runs",
 ]

@@ -1,18 +1,17 @@
-"""`agents`, `startRun`, `decisionLog`, `reconcileRuns`: what a dashboard filters by,
-starts, audits, and rebuilds."""
+"""`agents`, `startRun`, `reconcileRuns`: what a dashboard filters by, starts, and rebuilds."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from suspended_runs.resolvers.access import Role, Scope, require
+from suspended_runs.resolvers.access import Role, require
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.outcomes import (
     ExecutorUnavailable,
     Forbidden,
     RunStarted,
 )
-from suspended_runs.storage import AuditRecord, ReconcileReport, RunFilter, Runtime
+from suspended_runs.storage import ReconcileReport, RunFilter, Runtime
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,15 +57,6 @@ async def start_run(
         return ExecutorUnavailable(None, agent_id, f"no Python agent {agent_id!r} is registered")
     entry = await runtime.start(agent_id, prompt, thread_id, resource_id)
     return RunStarted(entry)
-
-
-async def decision_log(context: Context, run_id: str) -> list[AuditRecord]:
-    require(context.principal, Role.VIEWER)
-    if context.principal.scope != Scope():
-        entry = await context.storage.runs.get(run_id)
-        if entry is None or not context.principal.scope.allows(entry):
-            return []  # as for a run that does not exist
-    return await context.storage.decisions.for_run(run_id)
 
 
 async def reconcile(context: Context) -> ReconcileReport | Forbidden:

@@ -18,19 +18,19 @@ from typing import Any
 from suspended_runs.resolvers.access import Role
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.errors import BadUserInput
+from suspended_runs.resolvers.idempotency import answered_once
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
     DecisionOutcome,
     ExecutorUnavailable,
     Forbidden,
     InvalidResumeData,
+    OutcomeUnknown,
     RunDecided,
     RunNotFound,
     RunNotSuspended,
     ToolCallNotFound,
     WrongSuspensionKind,
-    decode,
-    encode,
     kind,
 )
 from suspended_runs.runtime import AgentRuntime, Continuation
@@ -40,6 +40,7 @@ from suspended_runs.storage import (
     Decision,
     DecisionContention,
     NotApplied,
+    OutcomeUncertain,
     ResumeDataRejected,
     RunEntry,
     RunStatus,
@@ -48,7 +49,8 @@ from suspended_runs.storage import (
 
 _ATTEMPTS = 50
 """Lost races before giving up: each loss means another decision on this run was recorded."""
-_IDEMPOTENT_WAIT = 120.0
+_APPLIED = "Applied"
+"""An audit record's outcome from when its decision is applied until its answer is known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,55 +73,14 @@ class DecisionRequest:
 async def decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
     if not context.principal.may(Role.APPROVER):
         return Forbidden(Role.APPROVER.value, "deciding needs the approver role")
-    log = context.storage.decisions
-    key = request.idempotency_key
-    if key is not None:
-        key = f"{context.principal.subject}\x00{key}"  # each caller's keys are their own
-        earlier = await _earlier_answer(context, request, key)
-        if earlier is not None:
-            return earlier
-    try:
-        outcome = await _decide(context, request)
-    except BaseException:
-        if key is not None:
-            await log.release_key(key)
-        raise
-    if key is not None:
-        await log.store_answer(key, encode(outcome))
-    await log.record(
-        AuditRecord(
-            run_id=request.run_id,
-            tool_call_id=_call_id_of(outcome) or request.tool_call_id,
-            action=request.action.value,
-            by=context.actor,
-            at=context.runtimes.claims.clock(),
-            outcome=kind(outcome),
-            reason=request.reason,
-            resume_data=request.resume_data,
-            idempotency_key=request.idempotency_key,
-        )
+    outcome: DecisionOutcome = await answered_once(
+        context,
+        request.idempotency_key,
+        request.fingerprint(),
+        request.run_id,
+        lambda: _decide(context, request),
     )
     return outcome
-
-
-async def _earlier_answer(
-    context: Context, request: DecisionRequest, key: str
-) -> DecisionOutcome | None:
-    log = context.storage.decisions
-    for _ in range(3):  # a first caller that failed lets the key go; then take it over
-        use = await log.take_key(key, request.fingerprint(), context.runtimes.claims.clock())
-        if use is None:
-            return None
-        if use.request_hash != request.fingerprint():
-            raise BadUserInput(
-                "this idempotencyKey was used for a different request",
-                argument="input.idempotencyKey",
-            )
-        answer = use.answer or await log.wait_for_answer(key, _IDEMPOTENT_WAIT)
-        if answer is not None:
-            outcome: DecisionOutcome = decode(answer)
-            return outcome
-    raise DecisionContention("an idempotency key kept changing hands")
 
 
 async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
@@ -128,27 +89,91 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
     for _ in range(_ATTEMPTS):
         entry = await context.storage.runs.get(request.run_id)
         if entry is None or not context.principal.scope.allows(entry):
+            # Not audited: a refusal about a run the caller cannot see is not written under it.
             return RunNotFound(request.run_id, f"no run {request.run_id}")
         runtime = context.runtimes.for_run(entry)
         now = context.runtimes.claims.clock()
         looked = _look(entry, runtime, request, now)
         if not isinstance(looked, ToolCall):
+            await _audit(context, request, now, _call_id_of(looked), kind(looked))
             return looked
-        call_id = looked.tool_call_id or ""
-        decided = entry.with_decision(
-            call_id,
-            Decision(request.action, context.actor, now, request.reason, request.resume_data),
-        )
-        last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
-        claim = context.runtimes.claims.new_claim(now) if last else None
-        if await context.storage.runs.apply_decision(entry, decided, claim):
-            decided = replace(decided, version=entry.version + 1)
-            await runtime.record_decision(decided)
-            if claim is None:
-                return RunDecided(decided, call_id)
-            claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
-            return await _continue(context, request, Continuation(claimed, entry, call_id))
+        applied = await _apply(context, request, entry, runtime, looked, now)
+        if applied is not None:
+            return applied
     raise DecisionContention(f"could not record a decision on run {request.run_id}")
+
+
+async def _apply(
+    context: Context,
+    request: DecisionRequest,
+    entry: RunEntry,
+    runtime: AgentRuntime,
+    call: ToolCall,
+    now: datetime,
+) -> DecisionOutcome | None:
+    """Record the decision on the entry as it was seen, and carry it on; None when another
+    decision on the run was recorded first."""
+    call_id = call.tool_call_id or ""
+    decision = Decision(request.action, context.actor, now, request.reason, request.resume_data)
+    decided = entry.with_decision(call_id, decision)
+    last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
+    claim = context.runtimes.claims.new_claim(now) if last else None
+    if not await context.storage.runs.apply_decision(entry, decided, claim):
+        return None
+    decided = replace(decided, version=entry.version + 1)
+    record_id = await _audit(context, request, now, call_id, _APPLIED)
+    await runtime.record_decision(decided)
+    if claim is None:
+        outcome = RunDecided(decided, call_id)
+        await context.storage.decisions.add_outcome(record_id, kind(outcome))
+        return outcome
+    claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
+    continuation = Continuation(claimed, entry, call_id)
+    if not request.wait:
+        context.runtimes.background.spawn(_carry_on(context, continuation, record_id))
+        return RunDecided(claimed, call_id)
+    # Shielded: a client that hangs up does not stop a continuation half-way.
+    return await asyncio.shield(_carry_on(context, continuation, record_id))
+
+
+async def _carry_on(
+    context: Context, continuation: Continuation, record_id: Any
+) -> DecisionOutcome:
+    """Continue the claimed run; the answer, which the audit record also gets."""
+    claimed, call_id = continuation.claimed, continuation.tool_call_id
+    outcome: DecisionOutcome
+    try:
+        after = await context.runtimes.for_run(claimed).continue_run(continuation)
+        outcome = RunDecided(after, call_id)
+    except NotApplied as exc:
+        outcome = ExecutorUnavailable(claimed.run_id, claimed.agent_id, str(exc))
+    except OutcomeUncertain as exc:
+        current = await context.storage.runs.get(claimed.run_id)
+        outcome = OutcomeUnknown(
+            current or claimed,
+            f"{exc}: the decision may or may not have been applied; the run stays claimed "
+            "until its snapshot shows where it went, and is STALLED if it never moves",
+        )
+    await context.storage.decisions.add_outcome(record_id, kind(outcome))
+    return outcome
+
+
+async def _audit(
+    context: Context, request: DecisionRequest, at: datetime, call_id: str | None, outcome: str
+) -> Any:
+    return await context.storage.decisions.record(
+        AuditRecord(
+            run_id=request.run_id,
+            tool_call_id=call_id or request.tool_call_id,
+            action=request.action.value,
+            by=context.actor,
+            at=at,
+            outcome=outcome,
+            reason=request.reason,
+            resume_data=request.resume_data,
+            idempotency_key=request.idempotency_key,
+        )
+    )
 
 
 def _look(
@@ -197,22 +222,6 @@ def _refusal(
         except ResumeDataRejected as exc:
             return InvalidResumeData(entry.run_id, call_id, str(exc))
     return None
-
-
-async def _continue(
-    context: Context, request: DecisionRequest, continuation: Continuation
-) -> DecisionOutcome:
-    claimed, call_id = continuation.claimed, continuation.tool_call_id
-    if not request.wait:
-        context.runtimes.continue_in_background(continuation)
-        return RunDecided(claimed, call_id)
-    runtime = context.runtimes.for_run(claimed)
-    try:
-        # Shielded: a client that hangs up does not stop a continuation half-way.
-        after = await asyncio.shield(runtime.continue_run(continuation))
-    except NotApplied as exc:
-        return ExecutorUnavailable(claimed.run_id, claimed.agent_id, str(exc))
-    return RunDecided(after, call_id)
 
 
 def _pick_call(entry: RunEntry, tool_call_id: str | None) -> ToolCall | None:

@@ -3,14 +3,21 @@
     Outcome
     ├── RunDecided            the decision is recorded; `run` is the run's next resting state
     ├── RunStarted            a run was started; `run` is where it came to rest
+    ├── RunReleased           an operator put a STALLED (or in-doubt) run back to SUSPENDED
+    ├── RunCancelled          an operator ended a run; its pending tools never run
+    ├── OutcomeUnknown        the decision may have been applied; the run stays claimed
+    │                         until its snapshot shows where it went (or it turns STALLED)
     └── (nothing was done, each with a `message`)
         ├── RunNotFound
-        ├── RunNotSuspended       the run is RUNNING, COMPLETED, FAILED, ENDED or STALLED
+        ├── RunNotSuspended       the run is RUNNING, COMPLETED, FAILED, ENDED, STALLED, ...
+        ├── WrongRunStatus        an operator action on a run in a state it does not apply to
         ├── ToolCallNotFound
         ├── WrongSuspensionKind   approve/decline on a suspend() call, or resume on an approval
         ├── AlreadyDecided
         ├── InvalidResumeData
-        ├── ExecutorUnavailable   no runtime here can continue the run (or start the agent)
+        ├── ExecutorUnavailable   no runtime here can continue the run, or it certainly
+        │                         did not receive the decision (the run was put back)
+        ├── DecisionInProgress    a twin request under the same idempotency key still works
         └── Forbidden             the caller's role does not allow it
 
 Outcomes are plain data, so an idempotency key can store one and answer it again.
@@ -91,6 +98,35 @@ class Forbidden:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class OutcomeUnknown:
+    run: RunEntry
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionInProgress:
+    run_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunReleased:
+    run: RunEntry
+
+
+@dataclass(frozen=True, slots=True)
+class RunCancelled:
+    run: RunEntry
+
+
+@dataclass(frozen=True, slots=True)
+class WrongRunStatus:
+    run_id: str
+    status: RunStatus
+    message: str
+
+
 DecisionOutcome = (
     RunDecided
     | RunNotFound
@@ -100,15 +136,29 @@ DecisionOutcome = (
     | AlreadyDecided
     | InvalidResumeData
     | ExecutorUnavailable
+    | OutcomeUnknown
+    | DecisionInProgress
     | Forbidden
 )
 
 StartOutcome = RunStarted | ExecutorUnavailable | Forbidden
 
+ReleaseOutcome = RunReleased | RunNotFound | WrongRunStatus | Forbidden
+
+CancelOutcome = (
+    RunCancelled | RunNotFound | WrongRunStatus | ExecutorUnavailable | OutcomeUnknown | Forbidden
+)
+
 # Every stored answer is one of these; an idempotency record names its member by kind.
 _KINDS: dict[str, type[Any]] = {
-    cls.__name__: cls for cls in (*get_args(DecisionOutcome), *get_args(StartOutcome))
+    cls.__name__: cls
+    for union in (DecisionOutcome, StartOutcome, ReleaseOutcome, CancelOutcome)
+    for cls in get_args(union)
 }
+
+APPLIED_NOTHING = (InvalidResumeData, ExecutorUnavailable, Forbidden, DecisionInProgress)
+"""Answers after which a retry under the same idempotency key may still succeed: they are
+not stored (ExecutorUnavailable means the decision certainly never reached the runtime)."""
 
 
 def encode(outcome: Any) -> Document:

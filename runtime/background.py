@@ -4,8 +4,11 @@ referenced until it ends (asyncio keeps only weak ones), and drained at shutdown
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Coroutine
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 class Background:
@@ -15,7 +18,12 @@ class Background:
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
         task = asyncio.create_task(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a background continuation failed", exc_info=task.exception())
 
     async def drain(self, within: float) -> None:
         """Let what runs finish, up to `within` seconds."""

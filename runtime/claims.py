@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -33,21 +33,28 @@ class ClaimKeeper:
     def new_claim(self, now: datetime) -> Claim:
         return Claim(self.instance_id, now, now + self.lease)
 
-    @contextlib.asynccontextmanager
-    async def kept(self, run_id: str) -> AsyncIterator[None]:
+    def kept(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Renew the claim of `run_id` every third of the lease while the block runs."""
+        return self.renewing(
+            lambda: self.runs.renew_claim(run_id, self.instance_id, self.clock() + self.lease)
+        )
 
-        async def renew() -> None:
+    @contextlib.asynccontextmanager
+    async def renewing(self, renew: Callable[[], Awaitable[object]]) -> AsyncIterator[None]:
+        """Call `renew` every third of the lease while the block runs (a lease on anything:
+        a claim, an idempotency key)."""
+
+        async def beat() -> None:
             while True:
                 await asyncio.sleep(self.lease.total_seconds() / 3)
                 with contextlib.suppress(Exception):  # a missed renewal is retried next beat
-                    await self.runs.renew_claim(run_id, self.instance_id, self.clock() + self.lease)
+                    await renew()
 
-        beat = asyncio.create_task(renew())
+        task = asyncio.create_task(beat())
         try:
             yield
         finally:
-            beat.cancel()
+            task.cancel()
 
     async def settle(self, entry: RunEntry) -> bool:
         """Write where a claimed run came to rest, if this process still holds its claim."""

@@ -10,6 +10,7 @@ slow or answers an error changes nothing here: the caller puts the run back as i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -24,6 +25,7 @@ from suspended_runs.storage import (
     Action,
     NotApplied,
     Outcome,
+    OutcomeUncertain,
     RunEntry,
     RunStatus,
     Runtime,
@@ -32,6 +34,14 @@ from suspended_runs.storage import (
 )
 
 log = logging.getLogger(__name__)
+
+_CONNECT_TIMEOUT = 5.0
+"""Seconds to connect: a decision that cannot connect certainly was not applied."""
+_SETTLE_WAIT = 1.0
+"""Seconds to wait for the snapshot to move after a stream that ended well."""
+
+_MAX_DECLINES = 20
+"""Declines sent to cancel one run: Mastra asks parallel approvals one at a time."""
 
 _ROUTES = {
     Action.APPROVE: "approve-tool-call",
@@ -67,7 +77,8 @@ class MastraClient:
     def __init__(self, servers: MastraServers) -> None:
         self.servers = servers
         self._http = httpx.AsyncClient(
-            headers=dict(servers.headers), timeout=httpx.Timeout(servers.timeout_seconds)
+            headers=dict(servers.headers),
+            timeout=httpx.Timeout(servers.timeout_seconds, connect=_CONNECT_TIMEOUT),
         )
 
     def serves(self, agent_id: str) -> bool:
@@ -95,18 +106,43 @@ class MastraClient:
         if action is Action.RESUME:
             body["resumeData"] = resume_data
         url = f"{base}/api/agents/{agent_id}/{_ROUTES[action]}"
+        return await self._post(url, body)
+
+    async def _post(self, url: str, body: dict[str, Any]) -> StreamEnd:
+        """POST a decision and read its event stream to the end, within the deadline.
+
+        Raises NotApplied while the request certainly has not reached Mastra (no request
+        byte was written) or Mastra refused it (a 4xx answer: it validated and did nothing);
+        OutcomeUncertain for anything after that: a timeout, a broken or unfinished stream,
+        a 5xx answer. httpx's trace hook tells when the request starts going out.
+        """
+        sent = False
+
+        async def trace(event: str, info: dict[str, Any]) -> None:
+            nonlocal sent
+            sent = sent or event.endswith("send_request_headers.started")
+
+        deadline = self.servers.timeout_seconds
         try:
-            async with self._http.stream("POST", url, json=body) as response:
-                if response.status_code >= 400:
-                    detail = (await response.aread()).decode(errors="replace")[:500]
-                    raise NotApplied(f"Mastra answered HTTP {response.status_code}: {detail}")
-                return await _read_stream(response)
-        except httpx.TimeoutException:
-            raise NotApplied(
-                f"Mastra did not answer within {self.servers.timeout_seconds:g}s"
-            ) from None
+            async with asyncio.timeout(deadline):
+                async with self._http.stream(
+                    "POST", url, json=body, extensions={"trace": trace}
+                ) as response:
+                    _refused(response)
+                    return await _read_stream(response)
+        except TimeoutError:
+            failure = f"Mastra did not answer within {deadline:g}s"
         except httpx.HTTPError as exc:
-            raise NotApplied(f"Mastra could not be reached: {type(exc).__name__}") from None
+            failed = "failed" if sent else "could not be reached"
+            failure = f"the call to Mastra {failed} ({type(exc).__name__})"
+        raise (OutcomeUncertain if sent else NotApplied)(failure) from None
+
+
+def _refused(response: httpx.Response) -> None:
+    if 400 <= response.status_code < 500:
+        raise NotApplied(f"Mastra refused the decision (HTTP {response.status_code})")
+    if response.status_code >= 500:
+        raise OutcomeUncertain(f"Mastra failed while applying it (HTTP {response.status_code})")
 
 
 async def _read_stream(response: httpx.Response) -> StreamEnd:
@@ -133,7 +169,7 @@ async def _read_stream(response: httpx.Response) -> StreamEnd:
         elif kind in ("error", "tripwire"):
             error = _error_text(payload)
     if not done:
-        raise NotApplied("Mastra's event stream ended before [DONE]")
+        raise OutcomeUncertain("Mastra's event stream ended before [DONE]")
     return StreamEnd(text="".join(text), error=error, suspended=suspended)
 
 
@@ -193,17 +229,17 @@ class MastraRuntime:
                     resume_data=call.decision.resume_data,
                 )
         except NotApplied as exc:
-            log.warning(
-                "Mastra did not apply a decision; the run is put back",
-                extra={"runId": claimed.run_id, "reason": str(exc)},
-            )
-            await self._put_back(seen)
+            await self._put_back(seen, exc)
             raise
-        moved = await self.settle(claimed)
+        except OutcomeUncertain as exc:
+            return await self._in_doubt(claimed, exc)
+        moved = await self._moved_within(claimed, _SETTLE_WAIT)
+        if moved is None and end.error is not None:  # Mastra said no, and nothing moved
+            await self._put_back(seen, NotApplied("Mastra could not apply the decision"))
+            raise NotApplied("Mastra could not apply the decision")
         if moved is None:
-            await self._put_back(seen)  # answered, yet the run did not move: not applied
-            raise NotApplied(end.error or "Mastra answered, but the run did not move on")
-        if moved.status is not RunStatus.SUSPENDED:  # gone: the stream says how it ended
+            return await self._in_doubt(claimed, OutcomeUncertain("the run did not move on"))
+        if moved.status is RunStatus.COMPLETED:  # gone: the stream says how it ended
             outcome = Outcome(error=end.error) if end.error else Outcome(output=end.text)
             status = RunStatus.FAILED if end.error else RunStatus.COMPLETED
             moved = claimed.finished(status, outcome, self.claims.clock())
@@ -212,14 +248,74 @@ class MastraRuntime:
         return moved
 
     async def settle(self, claimed: RunEntry) -> RunEntry | None:
-        current = await self.storage.sync.current_entry(claimed.run_id)
-        if current is None:  # the snapshot is gone: the run left the suspended state
-            return claimed.finished(RunStatus.ENDED, None, self.claims.clock())
-        if current.suspended_at == claimed.suspended_at:
-            return None
-        return replace(current, version=claimed.version, claim=None)  # suspended on its next call
+        return await self.storage.sync.settlement.moved_on(claimed)
 
-    async def _put_back(self, seen: RunEntry) -> None:
+    async def release(self, entry: RunEntry) -> RunEntry:
+        current = await self.storage.sync.current_entry(entry.run_id)
+        if current is not None:  # suspended: its calls as Mastra holds them now, undecided
+            return replace(current, version=entry.version, claim=None)
+        moved = await self.settle(entry)
+        return moved or entry.finished(RunStatus.ENDED, None, self.claims.clock())
+
+    async def cancel(self, claimed: RunEntry, reason: str) -> RunEntry:
+        """Decline what the run waits for, one call at a time, until it waits no more.
+
+        Mastra cannot abort a run: a declined call is reported to the model, which may
+        answer or call another tool. A suspend() call cannot be declined: nothing is sent
+        for it, and the run, CANCELLED here, is never resumed through this server.
+        """
+        sent = False
+        for _ in range(_MAX_DECLINES):
+            current = await self.storage.sync.current_entry(claimed.run_id)
+            approvals = [c for c in current.tool_calls if c.requires_approval] if current else []
+            if current is None or not approvals:
+                break
+            try:
+                await self.client.decide(
+                    claimed.agent_id,
+                    Action.DECLINE,
+                    claimed.run_id,
+                    approvals[0].tool_call_id or "",
+                    reason=reason,
+                )
+            except NotApplied as exc:
+                if sent:  # earlier declines went through: where the run is, is unknown
+                    return await self._in_doubt(claimed, OutcomeUncertain(str(exc)))
+                raise
+            except OutcomeUncertain as exc:
+                return await self._in_doubt(claimed, exc)
+            sent = True
+            await self._moved_within(current, _SETTLE_WAIT)
+        return claimed.finished(RunStatus.CANCELLED, None, self.claims.clock())
+
+    async def _moved_within(self, claimed: RunEntry, seconds: float) -> RunEntry | None:
+        """Where the run went, looking again for up to `seconds` (a snapshot write may lag
+        the end of the stream by a moment)."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while (moved := await self.settle(claimed)) is None:
+            if asyncio.get_running_loop().time() >= deadline:
+                return None
+            await asyncio.sleep(0.05)
+        return moved
+
+    async def _in_doubt(self, claimed: RunEntry, failure: OutcomeUncertain) -> RunEntry:
+        """The decision may have been applied: settle the run if its snapshot already moved;
+        else keep the claim, marked as in doubt, for the follower to settle, and raise."""
+        moved = await self.settle(claimed)
+        if moved is not None and await self.claims.settle(moved):
+            return moved
+        await self.storage.runs.mark_outcome_unknown(claimed.run_id, self.claims.instance_id)
+        log.warning(
+            "a decision's outcome is unknown; the run stays claimed until its snapshot moves",
+            extra={"runId": claimed.run_id, "reason": str(failure)},
+        )
+        raise failure
+
+    async def _put_back(self, seen: RunEntry, failure: NotApplied) -> None:
+        log.warning(
+            "Mastra did not apply a decision; the run is put back",
+            extra={"runId": seen.run_id, "reason": str(failure)},
+        )
         if await self.claims.settle(replace(seen, claim=None)):
             # Mastra may have moved the run on although the call failed: look.
             await self.storage.sync.refresh(seen.run_id)

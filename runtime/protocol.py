@@ -63,9 +63,21 @@ class AgentRuntime(Protocol):
         """Carry a claimed run to its next resting state, settle it, and return it.
 
         Raises NotApplied after putting the run back as it was seen, when the decision
-        certainly never reached the runtime.
+        certainly never reached the runtime; OutcomeUncertain, keeping the claim, when it
+        may have reached it and its answer was lost.
         """
 
     async def settle(self, claimed: RunEntry) -> RunEntry | None:
         """Where a claimed run came to rest, read from its snapshot; None if it has not
         moved since it was claimed."""
+
+    async def release(self, entry: RunEntry) -> RunEntry:
+        """The run as its snapshot holds it now, with no decisions: SUSPENDED, to be
+        decided again (an operator accepts that a tool may run twice); or where it went."""
+
+    async def cancel(self, claimed: RunEntry, reason: str) -> RunEntry:
+        """End a claimed run so that its pending tools never run; the CANCELLED entry.
+
+        Raises NotApplied when nothing reached the runtime, OutcomeUncertain when what was
+        sent may or may not have been applied.
+        """

@@ -122,6 +122,17 @@ class PythonRuntime:
             return claimed.finished(RunStatus.ENDED, None, self.clock())
         return replace(current, version=claimed.version, claim=None)
 
+    async def release(self, entry: RunEntry) -> RunEntry:
+        undecided = await self.storage.python_snapshots.undecided(entry.run_id)
+        if undecided is None:  # its snapshot is gone: nothing can continue it
+            return entry.finished(RunStatus.ENDED, None, self.clock())
+        return replace(undecided, version=entry.version, claim=None)
+
+    async def cancel(self, claimed: RunEntry, reason: str) -> RunEntry:
+        # Without its snapshot (the message history) the run cannot be continued by anyone.
+        await self.storage.python_snapshots.delete(claimed.run_id)
+        return claimed.finished(RunStatus.CANCELLED, None, self.clock())
+
     def _resume_value(self, entry: RunEntry, call: ToolCall, data: Any) -> Any:
         """`data` as the suspended tool's result, validated against its return type."""
         return_type = self._return_type(entry.agent_id, call.tool_name or "")

@@ -3,14 +3,13 @@ background continuations that they share."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass, field
 
 from suspended_runs.runtime.background import Background
 from suspended_runs.runtime.claims import ClaimKeeper
-from suspended_runs.runtime.protocol import AgentRuntime, Continuation
-from suspended_runs.storage import ContinuationError, RunEntry, Runtime
+from suspended_runs.runtime.protocol import AgentRuntime
+from suspended_runs.storage import RunEntry, Runtime
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +34,5 @@ class Runtimes:
             None,
         )
 
-    def continue_in_background(self, continuation: Continuation) -> None:
-        runtime = self.for_run(continuation.claimed)
-        self.background.spawn(_quietly(runtime, continuation))
-
     async def drain(self, within: float) -> None:
         await self.background.drain(within)
-
-
-async def _quietly(runtime: AgentRuntime, continuation: Continuation) -> None:
-    with contextlib.suppress(ContinuationError):  # the runtime logged it and settled the run
-        await runtime.continue_run(continuation)

@@ -36,8 +36,10 @@ class DecisionRecord:
     resume_data: JSON | None
     idempotency_key: str | None
     outcome: str = strawberry.field(
-        description="The answer's type: RunDecided, AlreadyDecided, ..."
+        description="The answer's type: RunDecided, AlreadyDecided, ...; `Applied` while the "
+        "decision is applied and its continuation has not answered yet."
     )
+    cursor: str = strawberry.field(description="This record's place, for `after`.")
 
     @classmethod
     def from_record(cls, record: storage.AuditRecord) -> DecisionRecord:
@@ -51,4 +53,5 @@ class DecisionRecord:
             resume_data=record.resume_data,
             idempotency_key=record.idempotency_key,
             outcome=record.outcome,
+            cursor=resolvers.record_cursor(record),
         )

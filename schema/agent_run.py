@@ -83,6 +83,10 @@ class AgentRun:
     tool_calls: list[AgentRunToolCall]
     output: JSON | None = strawberry.field(description="What a COMPLETED run returned.")
     error: str | None = strawberry.field(description="Why a FAILED run failed.")
+    outcome_unknown: bool = strawberry.field(
+        description="A decision on this run may or may not have been applied (its answer was "
+        "lost): no other decision is forwarded until its snapshot shows where it went."
+    )
 
     @classmethod
     def from_entry(cls, entry: storage.RunEntry) -> AgentRun:
@@ -99,4 +103,5 @@ class AgentRun:
             tool_calls=[AgentRunToolCall.from_entry(call) for call in entry.tool_calls],
             output=outcome.output if outcome else None,
             error=outcome.error if outcome else None,
+            outcome_unknown=entry.outcome_unknown,
         )

@@ -42,3 +42,17 @@ class StartRunInput:
     prompt: str
     thread_id: str | None = None
     resource_id: str | None = None
+
+
+@strawberry.input
+class ReleaseRunInput:
+    run_id: strawberry.ID
+    reason: str | None = strawberry.field(default=None, description="Kept in the audit log.")
+
+
+@strawberry.input
+class CancelRunInput:
+    run_id: strawberry.ID
+    reason: str | None = strawberry.field(
+        default=None, description="Kept in the audit log; a Mastra run's declines carry it."
+    )

@@ -10,12 +10,16 @@ from strawberry.types import Info
 from suspended_runs import resolvers
 from suspended_runs.schema.inputs import (
     ApproveToolCallInput,
+    CancelRunInput,
     DeclineToolCallInput,
+    ReleaseRunInput,
     ResumeRunInput,
     StartRunInput,
 )
 from suspended_runs.schema.results import (
+    CancelRunResult,
     ReconcileResult,
+    ReleaseRunResult,
     ResumeRunResult,
     StartRunResult,
     ToolCallDecisionResult,
@@ -54,6 +58,20 @@ class Mutation:
     @strawberry.mutation(description="Give a suspended tool call (suspend()) its result.")
     async def resume_run(self, info: ContextInfo, input: ResumeRunInput) -> ResumeRunResult:
         return await _decide(info, Action.RESUME, input, resume_data=input.resume_data)
+
+    @strawberry.mutation(
+        description="Put a STALLED run, or one whose outcome is unknown, back to SUSPENDED "
+        "with its pending calls read again from its snapshot (admin; a tool may run again)."
+    )
+    async def release_run(self, info: ContextInfo, input: ReleaseRunInput) -> ReleaseRunResult:
+        return from_outcome(await resolvers.release_run(info.context, input.run_id, input.reason))
+
+    @strawberry.mutation(
+        description="End a SUSPENDED or STALLED run so that its pending tools never run "
+        "(approver): a Python run's snapshot is removed; a Mastra run's calls are declined."
+    )
+    async def cancel_run(self, info: ContextInfo, input: CancelRunInput) -> CancelRunResult:
+        return from_outcome(await resolvers.cancel_run(info.context, input.run_id, input.reason))
 
     @strawberry.mutation(description="Rebuild the run index from the snapshots (admin).")
     async def reconcile_runs(self, info: ContextInfo) -> ReconcileResult:

@@ -59,9 +59,19 @@ class Query:
     async def agents(self, info: ContextInfo) -> list[Agent]:
         return [Agent.from_summary(s) for s in await resolvers.agents(info.context)]
 
-    @strawberry.field(description="Every decision asked about a run, oldest first.")
-    async def decision_log(self, info: ContextInfo, run_id: strawberry.ID) -> list[DecisionRecord]:
-        records = await resolvers.decision_log(info.context, run_id)
+    @strawberry.field(
+        description="Decisions asked about a run and operator actions on it, oldest first: "
+        f"`first` records (default {resolvers.DEFAULT_LOG_PAGE}, at most "
+        f"{resolvers.MAX_LOG_PAGE}) after the record whose `cursor` is `after`."
+    )
+    async def decision_log(
+        self,
+        info: ContextInfo,
+        run_id: strawberry.ID,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> list[DecisionRecord]:
+        records = await resolvers.decision_log(info.context, run_id, first, after)
         return [DecisionRecord.from_record(r) for r in records]
 
 

@@ -85,6 +85,39 @@ class Forbidden(Problem):
     needed_role: str
 
 
+@strawberry.type(
+    description="The decision may or may not have been applied (its answer was lost): the run "
+    "stays claimed, and no other decision is forwarded, until its snapshot shows where it "
+    "went; a run whose snapshot never moves becomes STALLED."
+)
+class OutcomeUnknown:
+    message: str
+    run: AgentRun
+
+
+@strawberry.type(description="A request under the same idempotencyKey is still being answered.")
+class DecisionInProgress(Problem):
+    run_id: strawberry.ID
+
+
+@strawberry.type(
+    description="The run is SUSPENDED again, its pending calls read from its snapshot."
+)
+class RunReleased:
+    run: AgentRun
+
+
+@strawberry.type(description="The run is CANCELLED: its pending tools never run.")
+class RunCancelled:
+    run: AgentRun
+
+
+@strawberry.type(description="The run is in a state this action does not apply to.")
+class WrongRunStatus(Problem):
+    run_id: strawberry.ID
+    status: storage.RunStatus
+
+
 @strawberry.type(description="The run index was rebuilt from the snapshots.")
 class RunsReconciled:
     scanned: int
@@ -106,6 +139,11 @@ _MEMBERS: dict[str, type[Any]] = {
         InvalidResumeData,
         ExecutorUnavailable,
         Forbidden,
+        OutcomeUnknown,
+        DecisionInProgress,
+        RunReleased,
+        RunCancelled,
+        WrongRunStatus,
     )
 }
 """Each GraphQL member, under the name of the resolver outcome it shows."""
@@ -125,12 +163,16 @@ if TYPE_CHECKING:  # the unions are built from the resolvers' lists; a type chec
     ToolCallDecisionResult = Any
     ResumeRunResult = Any
     StartRunResult = Any
+    ReleaseRunResult = Any
+    CancelRunResult = Any
 else:
     ToolCallDecisionResult = _union(
         "ToolCallDecisionResult", resolvers.DecisionOutcome, leave_out=(InvalidResumeData,)
     )
     ResumeRunResult = _union("ResumeRunResult", resolvers.DecisionOutcome)
     StartRunResult = _union("StartRunResult", resolvers.StartOutcome)
+    ReleaseRunResult = _union("ReleaseRunResult", resolvers.ReleaseOutcome)
+    CancelRunResult = _union("CancelRunResult", resolvers.CancelOutcome)
 ReconcileResult = Annotated[RunsReconciled | Forbidden, strawberry.union("ReconcileResult")]
 
 
@@ -141,6 +183,12 @@ def from_outcome(outcome: Any) -> Any:
             return RunDecided(run=AgentRun.from_entry(run), tool_call_id=call_id)
         case resolvers.RunStarted(run=run):
             return RunStarted(run=AgentRun.from_entry(run))
+        case resolvers.RunReleased(run=run):
+            return RunReleased(run=AgentRun.from_entry(run))
+        case resolvers.RunCancelled(run=run):
+            return RunCancelled(run=AgentRun.from_entry(run))
+        case resolvers.OutcomeUnknown(run=run):
+            return OutcomeUnknown(message=outcome.message, run=AgentRun.from_entry(run))
         case resolvers.AlreadyDecided(decision=decision):
             return AlreadyDecided(
                 message=outcome.message,

@@ -201,6 +201,8 @@ async def readyz(request: Request) -> Response:
         return JSONResponse({"status": "unavailable", "reason": "database"}, status_code=503)
     if sync_task.done() or storage.sync.following is None:
         return JSONResponse({"status": "starting", "reason": "sync"}, status_code=503)
+    if not storage.sync.healthy:  # the follower failed and is retrying: lists may lag
+        return JSONResponse({"status": "unavailable", "reason": "sync"}, status_code=503)
     return JSONResponse({"status": "ready", "sync": storage.sync.following.value})
 
 

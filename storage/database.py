@@ -64,7 +64,7 @@ class Storage:
             runs=runs,
             sync=sync,
             python_snapshots=PythonSnapshots(db[SNAPSHOTS_COLLECTION]),
-            decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION]),
+            decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
         )
 
     async def ensure_indexes(self) -> None:

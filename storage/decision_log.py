@@ -1,11 +1,18 @@
 """The decision log: an audit record of every decision asked of this server, and the
-first answer to each idempotency key, so a repeated request gets that answer again."""
+first answer to each idempotency key, so a repeated request gets that answer again.
+
+A record is written when the decision is applied (or refused), with the decision's time;
+its outcome is added when the continuation ends, so a crash in between loses no record.
+Records and keys expire after the retention period (TTL indexes on `expiresAt`).
+A key is held by its first caller under a lease that the caller renews while it works:
+a twin waits for the answer, and takes the key over once the lease ran out (its holder died).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pymongo import ASCENDING
@@ -30,6 +37,8 @@ class AuditRecord:
     reason: str | None = None
     resume_data: Any = None
     idempotency_key: str | None = None
+    record_id: Any = None
+    """The record's `_id` once stored: its paging cursor."""
 
     def to_document(self) -> Document:
         return {
@@ -56,6 +65,7 @@ class AuditRecord:
             reason=doc.get("reason"),
             resume_data=doc.get("resumeData"),
             idempotency_key=doc.get("idempotencyKey"),
+            record_id=doc.get("_id"),
         )
 
 
@@ -69,47 +79,112 @@ class KeyUse:
 
 
 class DecisionLog:
-    def __init__(self, records: AsyncCollection[Document], keys: AsyncCollection[Document]) -> None:
+    def __init__(
+        self,
+        records: AsyncCollection[Document],
+        keys: AsyncCollection[Document],
+        retention: timedelta,
+    ) -> None:
         self.records = records
         self.keys = keys
+        self.retention = retention
 
     async def ensure_indexes(self) -> None:
         await self.records.create_index([("runId", ASCENDING), ("at", ASCENDING)])
+        await self.records.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+        await self.keys.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
 
-    async def record(self, record: AuditRecord) -> None:
-        await self.records.insert_one(record.to_document())
+    async def record(self, record: AuditRecord) -> Any:
+        """Store a record; its `_id`, to add the outcome to later."""
+        doc = {**record.to_document(), "expiresAt": record.at + self.retention}
+        return (await self.records.insert_one(doc)).inserted_id
 
-    async def for_run(self, run_id: str) -> list[AuditRecord]:
-        cursor = self.records.find({"runId": run_id}, sort=[("at", ASCENDING), ("_id", 1)])
-        return [AuditRecord.from_document(doc) async for doc in cursor]
+    async def add_outcome(self, record_id: Any, outcome: str) -> None:
+        await self.records.update_one({"_id": record_id}, {"$set": {"outcome": outcome}})
 
-    async def take_key(self, key: str, request_hash: str, now: datetime) -> KeyUse | None:
-        """None when this caller took the key and must answer; else what the key holds."""
+    async def for_run(
+        self, run_id: str, *, limit: int, after: tuple[datetime, Any] | None = None
+    ) -> list[AuditRecord]:
+        """A run's records, oldest first, from after the record `after` names."""
+        query: Document = {"runId": run_id}
+        if after is not None:
+            # Not an $or of (at > a) and (at == a, _id > i): the embedded server scans for one.
+            query["at"] = {"$gte": after[0]}
+        cursor = self.records.find(query, sort=[("at", ASCENDING), ("_id", 1)])
+        found: list[AuditRecord] = []
+        async for doc in cursor:
+            if after is not None and (doc["at"], doc["_id"]) <= after:
+                continue
+            found.append(AuditRecord.from_document(doc))
+            if len(found) == limit:
+                break
+        return found
+
+    async def take_key(
+        self, key: str, request_hash: str, now: datetime, lease: timedelta
+    ) -> KeyUse | None:
+        """None when this caller took the key and must answer; else what the key holds.
+
+        A key whose holder's lease ran out (its process died) is taken over.
+        """
         try:
             await self.keys.insert_one(
-                {"_id": key, "requestHash": request_hash, "state": _PENDING, "at": now}
+                {
+                    "_id": key,
+                    "requestHash": request_hash,
+                    "state": _PENDING,
+                    "at": now,
+                    "leaseExpiresAt": now + lease,
+                    "expiresAt": now + self.retention,
+                }
             )
             return None
         except DuplicateKeyError:
-            doc = await self.keys.find_one({"_id": key}) or {}
-            answer = doc.get("answer") if doc.get("state") == _ANSWERED else None
-            return KeyUse(request_hash=doc.get("requestHash", ""), answer=answer)
+            pass
+        taken = await self.keys.update_one(
+            {
+                "_id": key,
+                "state": _PENDING,
+                "requestHash": request_hash,
+                "leaseExpiresAt": {"$lt": now},
+            },
+            {"$set": {"leaseExpiresAt": now + lease, "at": now}},
+        )
+        if taken.modified_count == 1:
+            return None
+        doc = await self.keys.find_one({"_id": key}) or {}
+        answer = doc.get("answer") if doc.get("state") == _ANSWERED else None
+        return KeyUse(request_hash=doc.get("requestHash", ""), answer=answer)
+
+    async def renew_key(self, key: str, until: datetime) -> None:
+        await self.keys.update_one(
+            {"_id": key, "state": _PENDING}, {"$set": {"leaseExpiresAt": until}}
+        )
 
     async def wait_for_answer(self, key: str, within: float) -> Document | None:
-        """The first caller's answer, once it has one (it is answering concurrently)."""
-        async with asyncio.timeout(within):
-            while True:
-                doc = await self.keys.find_one({"_id": key})
-                if doc is None:
-                    return None  # the first caller failed and let the key go
-                if doc.get("state") == _ANSWERED:
-                    answer: Document = doc["answer"]
-                    return answer
-                await asyncio.sleep(0.05)
+        """The first caller's answer, once it has one; None if the key was let go, or
+        its holder's lease ran out, or `within` seconds passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while loop.time() < deadline:
+            doc = await self.keys.find_one({"_id": key})
+            if doc is None:
+                return None  # the first caller failed and let the key go
+            if doc.get("state") == _ANSWERED:
+                answer: Document = doc["answer"]
+                return answer
+            if doc["leaseExpiresAt"].replace(tzinfo=None) < _utc_naive():
+                return None  # its holder died: the caller may take it over
+            await asyncio.sleep(0.05)
+        return None
 
     async def store_answer(self, key: str, answer: Document) -> None:
         await self.keys.update_one({"_id": key}, {"$set": {"state": _ANSWERED, "answer": answer}})
 
     async def release_key(self, key: str) -> None:
-        """Let a key go whose first caller failed before answering, so a retry may answer."""
+        """Let a key go whose first caller applied nothing, so a retry under it may answer."""
         await self.keys.delete_one({"_id": key, "state": _PENDING})
+
+
+def _utc_naive() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)

@@ -15,9 +15,14 @@ from suspended_runs.storage.types import Document, RunStatus, Runtime
 
 
 class Action(StrEnum):
+    """What a person decided about a pending call; the audit log also records an
+    operator's RELEASE and CANCEL of a whole run."""
+
     APPROVE = "approve"
     DECLINE = "decline"
     RESUME = "resume"
+    RELEASE = "release"
+    CANCEL = "cancel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +94,26 @@ class Claim:
     by: str
     at: datetime
     expires_at: datetime
+    outcome_unknown: bool = False
+    """The decision may have reached the runtime, and its answer was lost: the claim stays
+    (no other decision is forwarded) until the snapshot shows where the run went."""
 
     def to_document(self) -> Document:
-        return {"by": self.by, "at": self.at, "expiresAt": self.expires_at}
+        return {
+            "by": self.by,
+            "at": self.at,
+            "expiresAt": self.expires_at,
+            "outcomeUnknown": self.outcome_unknown,
+        }
 
     @classmethod
     def from_document(cls, doc: Document) -> Claim:
-        return cls(by=doc["by"], at=doc["at"], expires_at=doc["expiresAt"])
+        return cls(
+            by=doc["by"],
+            at=doc["at"],
+            expires_at=doc["expiresAt"],
+            outcome_unknown=bool(doc.get("outcomeUnknown")),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +156,10 @@ class RunEntry:
             return RunStatus.STALLED
         return self.status
 
+    @property
+    def outcome_unknown(self) -> bool:
+        return self.claim is not None and self.claim.outcome_unknown
+
     def pending_calls(self) -> list[ToolCall]:
         return [call for call in self.tool_calls if call.decision is None]
 
@@ -149,7 +171,7 @@ class RunEntry:
         return replace(self, tool_calls=calls)
 
     def finished(self, status: RunStatus, outcome: Outcome | None, at: datetime) -> RunEntry:
-        """This run come to an end (COMPLETED, FAILED, ENDED, ...), its claim let go."""
+        """This run come to an end (COMPLETED, FAILED, ENDED, CANCELLED), its claim let go."""
         return replace(self, status=status, outcome=outcome, claim=None, ended_at=at)
 
     def to_document(self) -> Document:

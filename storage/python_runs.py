@@ -22,12 +22,14 @@ source of truth for every run and the run index can be rebuilt from it:
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 
 from suspended_runs.storage.entries import RunEntry
+from suspended_runs.storage.snapshots import extract_entry
 from suspended_runs.storage.types import PYTHON_RUN_WORKFLOW, Document
 
 LAYOUT = 1
@@ -89,6 +91,20 @@ class PythonSnapshots:
             _of(run_id),
             {"$set": {"snapshot.status": "failed"}},
         )
+
+    async def undecided(self, run_id: str) -> RunEntry | None:
+        """Clear the decisions a snapshot holds (an operator released the run); the run's
+        entry as the snapshot now says, or None when it has no suspended snapshot."""
+        doc = await self.collection.find_one({**_of(run_id), "snapshot.status": "suspended"})
+        entry = extract_entry(doc) if doc else None
+        if entry is None:
+            return None
+        calls = [replace(call, decision=None) for call in entry.tool_calls]
+        # The whole array, not `toolCalls.$[].decision`: the portable form of the update.
+        await self.collection.update_one(
+            _of(run_id), {"$set": {"snapshot.toolCalls": [c.to_document() for c in calls]}}
+        )
+        return replace(entry, tool_calls=tuple(calls))
 
     async def delete(self, run_id: str) -> None:
         await self.collection.delete_one(_of(run_id))

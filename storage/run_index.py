@@ -17,7 +17,7 @@ from pymongo.errors import BulkWriteError
 
 from suspended_runs.storage.entries import Claim, RunEntry
 from suspended_runs.storage.queries import RUN_INDEXES, SORT, Cursor, RunFilter
-from suspended_runs.storage.types import Document, RunStatus
+from suspended_runs.storage.types import FINISHED, Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -171,16 +171,50 @@ class RunIndex:
 
     async def settle(self, after: RunEntry, claimed_by: str) -> bool:
         """Write where a continued run came to rest; only the holder of its claim may."""
+        return await self._rest(
+            {"runId": after.run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
+            after,
+        )
+
+    async def settle_seen(self, seen: RunEntry, after: RunEntry) -> bool:
+        """Write where a run came to rest over the entry exactly as it was `seen` (its
+        version): a run whose outcome was unknown, settled from its snapshot; a run an
+        operator released or cancelled."""
+        return await self._rest({"runId": seen.run_id, "version": seen.version}, after)
+
+    async def take_over(self, seen: RunEntry, claim: Claim) -> bool:
+        """Claim a run as it was `seen` (SUSPENDED, or STALLED: its holder died), so that
+        an operator's action on it runs once."""
+        result = await self.collection.update_one(
+            {"runId": seen.run_id, "version": seen.version},
+            {
+                "$set": {"status": RunStatus.RUNNING.value, "claim": claim.to_document()},
+                "$inc": {"version": 1},
+            },
+        )
+        return result.modified_count == 1
+
+    async def mark_outcome_unknown(self, run_id: str, claimed_by: str) -> bool:
+        """Keep the claim of a run whose decision may have been applied, and say so."""
+        result = await self.collection.update_one(
+            {"runId": run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
+            {"$set": {"claim.outcomeUnknown": True}, "$inc": {"version": 1}},
+        )
+        return result.modified_count == 1
+
+    async def claimed(self) -> list[RunEntry]:
+        """Every RUNNING entry (few: the runs being continued, stalled or in doubt)."""
+        cursor = self.collection.find({"status": RunStatus.RUNNING.value}, {"_id": 0})
+        return [entry async for doc in cursor if (entry := _read_entry(doc)) is not None]
+
+    async def _rest(self, condition: Document, after: RunEntry) -> bool:
         doc = {k: v for k, v in after.to_document().items() if k not in ("version", "runId")}
         update: Document = {"$set": doc, "$inc": {"version": 1}}
-        if after.status in (RunStatus.COMPLETED, RunStatus.FAILED) and after.ended_at:
+        if after.status in FINISHED and after.ended_at:
             doc["expiresAt"] = after.ended_at + self.retention
         else:
             update["$unset"] = {"expiresAt": ""}
-        result = await self.collection.update_one(
-            {"runId": after.run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
-            update,
-        )
+        result = await self.collection.update_one(condition, update)
         return result.modified_count == 1
 
     async def renew_claim(self, run_id: str, claimed_by: str, expires_at: datetime) -> bool:

@@ -18,13 +18,12 @@ from typing import Any
 
 from pymongo.asynchronous.change_stream import AsyncChangeStream
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import OperationFailure, PyMongoError
+from pymongo.errors import OperationFailure
 
 from suspended_runs.storage.entries import RunEntry
-from suspended_runs.storage.errors import MalformedSnapshot
 from suspended_runs.storage.run_index import RunIndex
-from suspended_runs.storage.snapshots import extract_entry
-from suspended_runs.storage.types import MASTRA_RUN_WORKFLOWS, RUN_WORKFLOWS, Document, RunStatus
+from suspended_runs.storage.settlement import Settlement, extract_or_log
+from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +31,11 @@ _BATCH = 500
 _TOKEN_ID = "snapshot-change-stream"
 # Snapshot writes commit out of `updatedAt` order by a little; re-reading a margin is harmless.
 _POLL_OVERLAP = timedelta(seconds=5)
-_RETRY_DELAY = 1.0
+_FIRST_RETRY = 0.5
+_MAX_RETRY = 30.0
+"""A follower that fails retries after 0.5 s, 1 s, 2 s, ... up to 30 s between tries."""
+_SWEEP_INTERVAL = 1.0
+"""Seconds between looks at runs in doubt (outcome unknown, or STALLED)."""
 _INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 
 
@@ -73,7 +76,11 @@ class SnapshotSync:
         self.clock = clock
         self.following: SyncMode | None = None
         """The mode in use once the initial reconcile is done; None before."""
+        self.healthy = True
+        """False from a failure of the follower until it follows again (`/readyz` says 503)."""
+        self.settlement = Settlement(snapshots, index, clock)
         self._high_water: datetime | None = None
+        self._retry = _FIRST_RETRY
 
     async def ensure_indexes(self) -> None:
         # Indexes are the only writes to Mastra's documents: polling reads by updatedAt,
@@ -99,7 +106,7 @@ class SnapshotSync:
         for i in range(0, len(stale), _BATCH):
             entries = []
             async for doc in self.snapshots.find({"_id": {"$in": stale[i : i + _BATCH]}}):
-                entry = _extract_or_log(doc)
+                entry = extract_or_log(doc)
                 if entry is None:
                     report.skipped += 1
                 else:
@@ -140,7 +147,27 @@ class SnapshotSync:
         return stale
 
     async def run(self) -> None:
-        """Reconcile, then follow changes until cancelled."""
+        """Reconcile, then follow changes until cancelled. Never dies: a failure is logged
+        and retried after a capped exponential backoff, unhealthy meanwhile."""
+        sweeper = asyncio.create_task(self._sweep_forever(), name="settle-runs-in-doubt")
+        try:
+            while True:
+                try:
+                    await self._follow()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    self.healthy = False
+                    log.warning(
+                        "the snapshot follower failed; retrying",
+                        extra={"errorType": type(exc).__name__, "retryInSeconds": self._retry},
+                    )
+                    await asyncio.sleep(self._retry)
+                    self._retry = min(self._retry * 2, _MAX_RETRY)
+        finally:
+            sweeper.cancel()
+
+    async def _follow(self) -> None:
         mode = self.mode
         if mode is SyncMode.AUTO:
             mode = SyncMode.CHANGE_STREAM if await self._change_streams_work() else SyncMode.POLL
@@ -148,15 +175,28 @@ class SnapshotSync:
             await self._follow_change_stream()
         else:
             await self.reconcile()
-            self.following = SyncMode.POLL
-            log.info("following snapshots by polling", extra={"interval": self.poll_interval})
+            self._following(SyncMode.POLL)
             await self._follow_by_polling()
+
+    def _following(self, mode: SyncMode) -> None:
+        """The follower is (again) following: healthy, with its backoff reset."""
+        if self.following is None or not self.healthy:
+            log.info("following snapshots", extra={"mode": mode.value})
+        self.following, self.healthy, self._retry = mode, True, _FIRST_RETRY
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(_SWEEP_INTERVAL)
+            try:
+                await self.settlement.settle_claimed()
+            except Exception as exc:  # the follower's own retry reports a database outage
+                log.debug("settling runs in doubt failed", extra={"errorType": type(exc).__name__})
 
     async def apply_document(self, doc: Document) -> None:
         """Bring one run's entry in line with its current snapshot document."""
         if doc.get("workflow_name") not in RUN_WORKFLOWS:
             return
-        entry = _extract_or_log(doc)
+        entry = extract_or_log(doc)
         if entry is not None:
             await self._put_changed([entry])
         elif isinstance(doc.get("run_id"), str):
@@ -164,21 +204,16 @@ class SnapshotSync:
 
     async def current_entry(self, run_id: str) -> RunEntry | None:
         """A Mastra run as its snapshot says now: its suspended entry, or None if it is not."""
-        doc = await self._mastra_snapshot(run_id)
-        return _extract_or_log(doc) if doc else None
+        doc = await self.settlement.mastra_snapshot(run_id)
+        return extract_or_log(doc) if doc else None
 
     async def refresh(self, run_id: str) -> None:
         """Bring a run's entry in line with its snapshot (after a Mastra call that failed)."""
-        doc = await self._mastra_snapshot(run_id)
+        doc = await self.settlement.mastra_snapshot(run_id)
         if doc is None:
             await self.index.end_runs([run_id], self.clock())
         else:
             await self.apply_document(doc)
-
-    async def _mastra_snapshot(self, run_id: str) -> Document | None:
-        return await self.snapshots.find_one(
-            {"workflow_name": {"$in": list(MASTRA_RUN_WORKFLOWS)}, "run_id": run_id}
-        )
 
     # -- change stream ---------------------------------------------------------------
 
@@ -194,25 +229,16 @@ class SnapshotSync:
             return False
 
     async def _follow_change_stream(self) -> None:
-        while True:
-            try:
-                stream, resumed = await self._open_stream()
-                async with stream:
-                    if not resumed or self.following is None:
-                        # Opened first, so nothing written during the reconcile is missed;
-                        # needed at start-up and whenever the stream could not resume.
-                        await self.reconcile()
-                    if self.following is None:
-                        self.following = SyncMode.CHANGE_STREAM
-                        log.info("following snapshots by change stream")
-                    async for change in _changes(stream):
-                        await self._apply_change(change)
-                        await self._save_token(stream.resume_token)
-            except asyncio.CancelledError:
-                raise
-            except PyMongoError as exc:
-                log.warning("change stream interrupted; reopening", extra={"reason": str(exc)})
-                await asyncio.sleep(_RETRY_DELAY)
+        stream, resumed = await self._open_stream()
+        async with stream:
+            if not resumed or self.following is None:
+                # Opened first, so nothing written during the reconcile is missed; needed
+                # at start-up and whenever the stream could not resume.
+                await self.reconcile()
+            self._following(SyncMode.CHANGE_STREAM)
+            async for change in _changes(stream):
+                await self._apply_change(change)
+                await self._save_token(stream.resume_token)
 
     async def _open_stream(self) -> tuple[AsyncChangeStream[Document], bool]:
         """A stream on the snapshots, and whether it resumed from the stored token."""
@@ -237,6 +263,7 @@ class SnapshotSync:
             doc = change.get("fullDocument")
             if doc is not None:  # None: deleted since; its delete event follows
                 await self.apply_document(doc)
+        await self.settlement.settle_claimed()  # a run in doubt may have just moved on
 
     async def _load_token(self) -> Any:
         doc = await self.state.find_one({"_id": _TOKEN_ID})
@@ -255,10 +282,8 @@ class SnapshotSync:
     async def _follow_by_polling(self) -> None:
         while True:
             await asyncio.sleep(self.poll_interval)
-            try:
-                await self.poll_once()
-            except PyMongoError as exc:
-                log.warning("snapshot poll failed; retrying", extra={"reason": str(exc)})
+            await self.poll_once()
+            self._following(SyncMode.POLL)
 
     async def poll_once(self) -> None:
         """Apply snapshots changed since the last look, and end runs whose snapshot is gone."""
@@ -269,6 +294,7 @@ class SnapshotSync:
             await self.apply_document(doc)
             self._raise_high_water(doc)
         await self._end_vanished()
+        await self.settlement.settle_claimed()
 
     async def _end_vanished(self) -> None:
         by_snapshot = await self.index.suspended_by_snapshot()
@@ -304,14 +330,3 @@ async def _changes(stream: AsyncChangeStream[Document]) -> AsyncIterator[Documen
         change = await stream.try_next()
         if change is not None:
             yield change
-
-
-def _extract_or_log(doc: Document) -> RunEntry | None:
-    try:
-        return extract_entry(doc)
-    except MalformedSnapshot as exc:
-        log.warning(
-            "skipped a malformed snapshot document",
-            extra={"snapshotId": str(doc.get("_id")), "reason": str(exc)},
-        )
-        return None

@@ -39,6 +39,11 @@ class RunStatus(StrEnum):
     FAILED = "FAILED"
     ENDED = "ENDED"
     STALLED = "STALLED"
+    CANCELLED = "CANCELLED"
+
+
+FINISHED = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.ENDED, RunStatus.CANCELLED})
+"""States a run does not leave: their entries expire after the retention period."""
 
 
 class Runtime(StrEnum):

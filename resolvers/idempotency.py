@@ -1,0 +1,81 @@
+"""Idempotency keys: a request repeated under the same key gets the first answer again.
+
+Each caller's keys are their own. The first request holds its key under a lease it
+renews while it works; a twin waits for the answer, takes the key over when the lease ran
+out (its holder died), and after a while answers `DecisionInProgress`. An answer that
+applied nothing (InvalidResumeData, Forbidden, ExecutorUnavailable: the decision
+certainly never reached the runtime) is not kept, so a retry under the key may succeed.
+A kept answer that shows a run is answered with the run as it is now, not as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.errors import BadUserInput
+from suspended_runs.resolvers.outcomes import APPLIED_NOTHING, DecisionInProgress, decode, encode
+
+_TWIN_WAIT = 20.0
+"""Seconds a twin waits for the first answer, up to three times, before it gives up."""
+
+
+async def answered_once(
+    context: Context,
+    key: str | None,
+    fingerprint: str,
+    run_id: str,
+    work: Callable[[], Awaitable[Any]],
+) -> Any:
+    """`work()`'s answer, or the answer already given under `key` to the same request."""
+    if key is None:
+        return await work()
+    log, claims = context.storage.decisions, context.runtimes.claims
+    key = f"{context.principal.subject}\x00{key}"
+    earlier = await _earlier_answer(context, key, fingerprint, run_id)
+    if earlier is not None:
+        return earlier
+    try:
+        async with claims.renewing(lambda: log.renew_key(key, claims.clock() + claims.lease)):
+            outcome = await work()
+    except BaseException:
+        await log.release_key(key)
+        raise
+    if isinstance(outcome, APPLIED_NOTHING):
+        await log.release_key(key)
+    else:
+        await log.store_answer(key, encode(outcome))
+    return outcome
+
+
+async def _earlier_answer(context: Context, key: str, fingerprint: str, run_id: str) -> Any:
+    log, claims = context.storage.decisions, context.runtimes.claims
+    for _ in range(3):
+        use = await log.take_key(key, fingerprint, claims.clock(), claims.lease)
+        if use is None:
+            return None  # taken (or taken over): this request answers
+        if use.request_hash != fingerprint:
+            raise BadUserInput(
+                "this idempotencyKey was used for a different request",
+                argument="input.idempotencyKey",
+            )
+        answer = use.answer or await log.wait_for_answer(key, _TWIN_WAIT)
+        if answer is not None:
+            return await _as_now(context, decode(answer))
+    return DecisionInProgress(
+        run_id, "a request with this idempotencyKey is still being answered: ask again later"
+    )
+
+
+async def _as_now(context: Context, outcome: Any) -> Any:
+    """A kept answer, with the run it shows as it is now."""
+    run = getattr(outcome, "run", None)
+    if run is None:
+        return outcome
+    current = await context.storage.runs.get(run.run_id)
+    return type(outcome)(**{**_fields(outcome), "run": current or run})
+
+
+def _fields(outcome: Any) -> dict[str, Any]:
+    return {name: getattr(outcome, name) for name in outcome.__dataclass_fields__}

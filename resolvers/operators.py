@@ -1,0 +1,120 @@
+"""`releaseRun` and `cancelRun`: what an operator does with a run that is stuck.
+
+A STALLED run (its process died while continuing it) or one whose outcome is unknown (a
+decision's answer was lost) is never re-run by itself: re-running a tool twice is worse
+than asking a person. An admin may release it, back to SUSPENDED with its pending calls
+read again from its snapshot (accepting that a tool may run again); an approver may
+cancel a SUSPENDED or STALLED run, so that its pending tools never run. Both are audited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from suspended_runs.resolvers.access import Role
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.outcomes import (
+    CancelOutcome,
+    ExecutorUnavailable,
+    Forbidden,
+    OutcomeUnknown,
+    ReleaseOutcome,
+    RunCancelled,
+    RunNotFound,
+    RunReleased,
+    WrongRunStatus,
+    kind,
+)
+from suspended_runs.storage import (
+    Action,
+    AuditRecord,
+    NotApplied,
+    OutcomeUncertain,
+    RunEntry,
+    RunStatus,
+)
+
+
+async def release_run(context: Context, run_id: str, reason: str | None) -> ReleaseOutcome:
+    if not context.principal.may(Role.ADMIN):
+        return Forbidden(Role.ADMIN.value, "releasing a run needs the admin role")
+    entry = await _visible(context, run_id)
+    if entry is None:
+        return RunNotFound(run_id, f"no run {run_id}")
+    status = entry.status_at(context.runtimes.claims.clock())
+    if status is not RunStatus.STALLED and not entry.outcome_unknown:
+        return WrongRunStatus(
+            run_id,
+            status,
+            f"run {run_id} is {status.value}: only a STALLED run, or one "
+            "whose outcome is unknown, can be released",
+        )
+    after = await context.runtimes.for_run(entry).release(entry)
+    if not await context.storage.runs.settle_seen(entry, after):
+        return WrongRunStatus(run_id, status, f"run {run_id} changed meanwhile: look again")
+    outcome = RunReleased(replace(after, version=entry.version + 1))
+    await _audit(context, Action.RELEASE, run_id, reason, kind(outcome))
+    return outcome
+
+
+async def cancel_run(context: Context, run_id: str, reason: str | None) -> CancelOutcome:
+    if not context.principal.may(Role.APPROVER):
+        return Forbidden(Role.APPROVER.value, "cancelling a run needs the approver role")
+    entry = await _visible(context, run_id)
+    if entry is None:
+        return RunNotFound(run_id, f"no run {run_id}")
+    claims = context.runtimes.claims
+    status = entry.status_at(claims.clock())
+    if status not in (RunStatus.SUSPENDED, RunStatus.STALLED):
+        return WrongRunStatus(
+            run_id,
+            status,
+            f"run {run_id} is {status.value}: only a SUSPENDED or STALLED run can be cancelled",
+        )
+    claim = claims.new_claim(claims.clock())
+    if not await context.storage.runs.take_over(entry, claim):
+        return WrongRunStatus(run_id, status, f"run {run_id} changed meanwhile: look again")
+    claimed = replace(entry, status=RunStatus.RUNNING, claim=claim, version=entry.version + 1)
+    outcome = await _cancel(context, entry, claimed, reason or "cancelled by an operator")
+    await _audit(context, Action.CANCEL, run_id, reason, kind(outcome))
+    return outcome
+
+
+async def _cancel(
+    context: Context, seen: RunEntry, claimed: RunEntry, reason: str
+) -> CancelOutcome:
+    claims = context.runtimes.claims
+    try:
+        async with claims.kept(claimed.run_id):
+            after = await context.runtimes.for_run(claimed).cancel(claimed, reason)
+    except NotApplied as exc:
+        await claims.settle(seen)  # nothing reached the runtime: as it was
+        return ExecutorUnavailable(seen.run_id, seen.agent_id, str(exc))
+    except OutcomeUncertain as exc:
+        current = await context.storage.runs.get(seen.run_id)
+        return OutcomeUnknown(current or claimed, f"{exc}: the cancellation may be under way")
+    await claims.settle(after)
+    return RunCancelled(replace(after, version=claimed.version + 1))
+
+
+async def _visible(context: Context, run_id: str) -> RunEntry | None:
+    entry = await context.storage.runs.get(run_id)
+    if entry is None or not context.principal.scope.allows(entry):
+        return None
+    return entry
+
+
+async def _audit(
+    context: Context, action: Action, run_id: str, reason: str | None, outcome: str
+) -> None:
+    await context.storage.decisions.record(
+        AuditRecord(
+            run_id=run_id,
+            tool_call_id=None,
+            action=action.value,
+            by=context.actor,
+            at=context.runtimes.claims.clock(),
+            outcome=outcome,
+            reason=reason,
+        )
+    )
