@@ -17,6 +17,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -130,8 +131,18 @@ def _authenticator(settings: Settings) -> Authenticator:
 
 
 def _middleware(settings: Settings) -> list[Middleware]:
+    hosts = settings.allowed_host_list
+    if hosts is None:  # ALLOWED_HOSTS unset, serving on an address other than loopback
+        if settings.production:
+            raise ConfigurationError(
+                f"ALLOWED_HOSTS: required in production when HOST ({settings.host}) is not a "
+                "loopback address: the Host names this server answers to, comma-separated"
+            )
+        log.warning("ALLOWED_HOSTS is unset: any Host header is served (development only)")
+        hosts = ["*"]
     middleware = [
         Middleware(RequestLog),
+        Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False),
         Middleware(BodyLimit, max_bytes=settings.max_request_bytes),
     ]
     if settings.cors_origin_list:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -13,6 +14,9 @@ from suspended_runs.runtime import MastraServers
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
 from suspended_runs.storage import ConfigurationError, SyncMode
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+"""The Host names served by default when serving on a loopback address."""
 
 
 class Settings(BaseSettings):
@@ -57,6 +61,9 @@ class Settings(BaseSettings):
         False, description="Production without API keys or JWT: everyone an anonymous admin."
     )
     cors_origins: str = Field("", description="Comma-separated origins allowed by CORS.")
+    allowed_hosts: str = Field(
+        "", description="Comma-separated Host names served (*.example.com, * for any)."
+    )
     max_request_bytes: int = Field(1_048_576, ge=1024)
     api_keys_file: Path | None = None
     jwt_secret: str | None = Field(None, description="HS256 shared secret.")
@@ -74,6 +81,13 @@ class Settings(BaseSettings):
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_patterns(cls, value: str) -> str:
+        for pattern in _split(value):
+            _host_pattern(pattern)
+        return value
+
     @model_validator(mode="after")
     def _one_jwt_key(self) -> Settings:
         if self.jwt_secret and self.jwt_public_key:
@@ -86,7 +100,16 @@ class Settings(BaseSettings):
 
     @property
     def cors_origin_list(self) -> list[str]:
-        return [origin.strip() for origin in self.cors_origins.split(",") if origin.strip()]
+        return _split(self.cors_origins)
+
+    @property
+    def allowed_host_list(self) -> list[str] | None:
+        """The Host names served: ALLOWED_HOSTS; unset, the loopback names when serving on
+        a loopback address; else None (create_app refuses it in production)."""
+        given = [_host_pattern(pattern) for pattern in _split(self.allowed_hosts)]
+        if given:
+            return given
+        return list(LOOPBACK_HOSTS) if _is_loopback(self.host) else None
 
     @property
     def jwt_config(self) -> JwtConfig | None:
@@ -130,6 +153,32 @@ class Settings(BaseSettings):
             max_aliases=self.max_query_aliases,
             cache_size=self.query_cache_size,
         )
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _host_pattern(pattern: str) -> str:
+    """A Host name as Starlette's TrustedHostMiddleware compares it: lower case, no port,
+    an IPv6 address in brackets, a wildcard only as `*` or a leading `*.`."""
+    pattern = pattern.lower()
+    try:
+        return f"[{ipaddress.IPv6Address(pattern.strip('[]'))}]"
+    except ValueError:
+        pass
+    if ":" in pattern:
+        raise ValueError(f"{pattern!r}: name hosts without a port")
+    if pattern != "*" and "*" in pattern.removeprefix("*."):
+        raise ValueError(f"{pattern!r}: a wildcard is * or a leading *. (*.example.com)")
+    return pattern
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
 
 
 def load_settings(**overrides: object) -> Settings:

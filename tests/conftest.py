@@ -37,7 +37,11 @@ async def db(mongo_uri: str) -> AsyncIterator[AsyncDatabase[Document]]:
 
 @pytest.fixture
 def settings(mongo_uri: str, db: AsyncDatabase[Document]) -> Settings:
-    return Settings(mongodb_uri=mongo_uri, mongodb_db=db.name, sync_poll_interval=0.2)
+    # The test client's requests say `Host: test` (base_url http://test), which the
+    # default allow-list of a loopback HOST refuses.
+    return Settings(
+        mongodb_uri=mongo_uri, mongodb_db=db.name, sync_poll_interval=0.2, allowed_hosts="test"
+    )
 
 
 @pytest.fixture

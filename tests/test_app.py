@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 
-from suspended_runs.server import Settings
-from tests.helpers import running_app
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from suspended_runs.server import Settings, create_app
+from suspended_runs.server.settings import load_settings
+from suspended_runs.storage import ConfigurationError
+from tests.helpers import running_app, wait_ready
+
+
+@contextlib.asynccontextmanager
+async def serving(settings: Settings, base_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    """The app, as `running_app` serves it, for a client whose requests go to `base_url`."""
+    async with LifespanManager(create_app(settings)) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
+            await wait_ready(client)
+            yield client
 
 
 async def test_healthz_and_readyz(client) -> None:
@@ -51,3 +69,49 @@ async def test_bodies_that_are_not_a_json_object_are_400_not_500(client) -> None
             "/graphql", content=body, headers={"content-type": "application/json"}
         )
         assert response.status_code == 400, body
+
+
+async def test_on_loopback_only_loopback_host_names_are_served_by_default(settings) -> None:
+    loopback = settings.model_copy(update={"allowed_hosts": ""})  # HOST is 127.0.0.1
+    async with serving(loopback, "http://127.0.0.1:8000") as client:
+        for host in ("127.0.0.1:8000", "localhost", "LOCALHOST:1234", "[::1]:8000"):
+            assert (await client.get("/healthz", headers={"host": host})).status_code == 200
+        for host in ("test", "evil.example", "localhost.evil.example:8000", "127.0.0.2"):
+            rebound = await client.post(
+                "/graphql", json={"query": "{ agents { id } }"}, headers={"host": host}
+            )
+            assert rebound.status_code == 400, host
+            assert "agents" not in rebound.text
+
+
+async def test_allowed_hosts_lists_the_host_names_served(settings) -> None:
+    listed = settings.model_copy(update={"allowed_hosts": "api.example.com, *.runs.example"})
+    async with serving(listed, "https://api.example.com") as client:
+        for host, status in [
+            ("api.example.com:443", 200),
+            ("eu.runs.example", 200),
+            ("localhost", 400),
+            ("example.com", 400),
+        ]:
+            assert (await client.get("/healthz", headers={"host": host})).status_code == status
+
+
+async def test_another_host_without_allowed_hosts_is_refused_in_production(
+    settings, caplog
+) -> None:
+    exposed = settings.model_copy(
+        update={"host": "0.0.0.0", "allowed_hosts": "", "allow_anonymous": True}
+    )
+    with pytest.raises(ConfigurationError, match=r"^ALLOWED_HOSTS: .*0\.0\.0\.0"):
+        create_app(exposed.model_copy(update={"env": "production"}))
+    with caplog.at_level(logging.WARNING, logger="suspended_runs.server.app"):
+        async with serving(exposed, "http://anything.example") as client:
+            assert (await client.get("/healthz")).status_code == 200
+    assert "ALLOWED_HOSTS is unset: any Host header is served" in caplog.text
+
+
+@pytest.mark.parametrize("value", ["a*b.example", "*example.com", "api.example.com:8000"])
+def test_a_malformed_allowed_host_is_a_configuration_error(value, monkeypatch) -> None:
+    monkeypatch.setenv("ALLOWED_HOSTS", value)
+    with pytest.raises(ConfigurationError, match=r"^ALLOWED_HOSTS: "):
+        load_settings()
