@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, QueryParams
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -55,9 +55,12 @@ class AuthGate:
 
 
 def _asks_for_the_ide(scope: Scope, headers: Headers) -> bool:
+    """Whether Strawberry will answer with the GraphiQL page, never run an operation: a GET
+    with no `query` parameter, read from the parsed parameters as Strawberry reads them
+    (`%71uery=` is `query=`), that accepts HTML."""
     return (
         scope["method"] == "GET"
-        and b"query=" not in scope.get("query_string", b"")
+        and "query" not in QueryParams(scope.get("query_string", b""))
         and "text/html" in headers.get("accept", "")
     )
 

@@ -1,0 +1,37 @@
+"""The gates in front of /graphql (server/gates.py), over HTTP: which requests are
+authenticated, the request body limit, and what GET answers tell caches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.test_auth import SECRET, bearer, token
+
+HTML = {"accept": "text/html"}
+SCHEMA = "{__schema{types{name}}}"
+
+
+@pytest.fixture
+async def guarded(settings, start_app) -> Any:
+    """A server that needs credentials, GraphiQL on."""
+    return await start_app(settings.model_copy(update={"jwt_secret": SECRET}))
+
+
+async def test_a_get_that_carries_a_query_is_authenticated_however_it_is_encoded(
+    guarded,
+) -> None:
+    for url in (
+        f"/graphql?%71uery={SCHEMA}",  # percent-encoded name: still the query parameter
+        f"/graphql?query={SCHEMA}",
+        f"/graphql?x=1&%71uery={SCHEMA}",
+        "/graphql?query=",
+    ):
+        response = await guarded.get(url, headers=HTML)
+        assert response.status_code == 401, url
+        assert "types" not in response.text and "graphiql" not in response.text.lower()
+    allowed = await guarded.get(f"/graphql?%71uery={SCHEMA}", headers=bearer(token()))
+    assert allowed.status_code == 200 and allowed.json()["data"]["__schema"]["types"]
+    page = await guarded.get("/graphql", headers=HTML)  # the page itself holds no data
+    assert page.status_code == 200 and "graphiql" in page.text.lower()
