@@ -66,7 +66,9 @@ def _asks_for_the_ide(scope: Scope, headers: Headers) -> bool:
 
 
 class BodyLimit:
-    """Refuses a request body over `max_bytes` with 413, declared or streamed."""
+    """Refuses a request body over `max_bytes` with 413, declared (Content-Length) or
+    streamed (chunked). The body is read here, up to the limit, before the app runs; the
+    app then receives it whole, so it never reads a body cut short."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -80,31 +82,44 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(scope, receive, send)
             return
-        received = 0
-        too_large = False
-
-        async def counting_receive() -> Message:
-            nonlocal received, too_large
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    too_large = True
-                    return {"type": "http.disconnect"}
-            return message
-
-        started = False
-
-        async def watching_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        await self.app(scope, counting_receive, watching_send)
-        if too_large and not started:
+        try:
+            body = await self._read(receive)
+        except _TooLarge:
             await self._refuse(scope, receive, send)
+            return
+        if body is None:
+            return  # the client went away before its body ended: nobody to answer
+        unread = True
+
+        async def replay() -> Message:
+            nonlocal unread
+            if unread:
+                unread = False
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The whole body; None when the client disconnected first."""
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise _TooLarge
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = f"the request body is over {self.max_bytes} bytes"
         await graphql_error(413, "PAYLOAD_TOO_LARGE", message)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    """The body went over the limit while it was read."""

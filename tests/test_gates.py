@@ -3,6 +3,7 @@ authenticated, the request body limit, and what GET answers tell caches."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -35,3 +36,28 @@ async def test_a_get_that_carries_a_query_is_authenticated_however_it_is_encoded
     assert allowed.status_code == 200 and allowed.json()["data"]["__schema"]["types"]
     page = await guarded.get("/graphql", headers=HTML)  # the page itself holds no data
     assert page.status_code == 200 and "graphiql" in page.text.lower()
+
+
+async def test_a_body_over_the_limit_is_413_whether_declared_or_chunked(
+    settings, start_app
+) -> None:
+    client = await start_app(settings.model_copy(update={"max_request_bytes": 2048}))
+    big = b'{"query": "{ suspendedRuns { total } }"' + b" " * 4000 + b"}"
+    json = {"content-type": "application/json"}
+
+    async def chunked(body: bytes) -> AsyncIterator[bytes]:
+        for start in range(0, len(body), 500):
+            yield body[start : start + 500]
+
+    declared = await client.post("/graphql", content=big, headers=json)
+    assert "content-length" in declared.request.headers
+    streamed = await client.post("/graphql", content=chunked(big), headers=json)
+    assert "content-length" not in streamed.request.headers
+    for response in (declared, streamed):
+        assert response.status_code == 413
+        [error] = response.json()["errors"]
+        assert error["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
+    small = b'{"query": "{ suspendedRuns { total } }"}'
+    for content in (small, chunked(small)):
+        answer = await client.post("/graphql", content=content, headers=json)
+        assert answer.json() == {"data": {"suspendedRuns": {"total": 0}}}
