@@ -37,7 +37,7 @@ from suspended_runs.runtime import (
 )
 from suspended_runs.schema import build_schema, classify
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
-from suspended_runs.server.gates import AuthGate, BodyLimit
+from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
 from suspended_runs.server.logs import RequestLog
 from suspended_runs.server.settings import Settings
 from suspended_runs.storage import ConfigurationError, Runtime, Storage
@@ -102,7 +102,11 @@ def create_app(settings: Settings) -> Starlette:
     )
     return Starlette(
         routes=[
-            Route("/graphql", AuthGate(graphql, authenticator, ide=ide), methods=["GET", "POST"]),
+            Route(
+                "/graphql",
+                PrivateAnswers(AuthGate(graphql, authenticator, ide=ide)),
+                methods=["GET", "POST"],
+            ),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
         ],

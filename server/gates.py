@@ -1,4 +1,5 @@
-"""ASGI gates in front of the GraphQL endpoint: authentication, and a request body limit.
+"""ASGI gates in front of the GraphQL endpoint: authentication, a request body limit, and
+what GET answers tell caches.
 
 Both answer in GraphQL's shape (`{"errors": [{"message", "extensions": {"code"}}]}`), so a
 client reads every refusal the same way, and neither says more than the reason.
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from starlette.datastructures import Headers, QueryParams
+from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -52,6 +53,32 @@ class AuthGate:
             return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
+
+
+class PrivateAnswers:
+    """Marks every answer to a GET (or HEAD) as one for this caller only: no shared cache
+    may keep it (`Cache-Control: private, no-cache`), and it varies with the credentials
+    and with `Accept` (JSON or the GraphiQL page)."""
+
+    VARY = ("Authorization", "X-API-Key", "Accept")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+
+        async def marking_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                headers["Cache-Control"] = "private, no-cache"
+                for name in self.VARY:
+                    headers.add_vary_header(name)
+            await send(message)
+
+        await self.app(scope, receive, marking_send)
 
 
 def _asks_for_the_ide(scope: Scope, headers: Headers) -> bool:

@@ -61,3 +61,24 @@ async def test_a_body_over_the_limit_is_413_whether_declared_or_chunked(
     for content in (small, chunked(small)):
         answer = await client.post("/graphql", content=content, headers=json)
         assert answer.json() == {"data": {"suspendedRuns": {"total": 0}}}
+
+
+async def test_get_answers_are_private_and_vary_with_the_credentials(settings, start_app) -> None:
+    client = await start_app(
+        settings.model_copy(update={"jwt_secret": SECRET, "cors_origins": "https://dash.example"})
+    )
+    query = "/graphql?query={ suspendedRuns { total } }"
+    answers = [
+        await client.get(query, headers=bearer(token())),  # 200
+        await client.get(query),  # 401
+        await client.get("/graphql", headers=HTML),  # the GraphiQL page
+        await client.get(query, headers={**bearer(token()), "origin": "https://dash.example"}),
+    ]
+    assert [a.status_code for a in answers] == [200, 401, 200, 200]
+    for answer in answers:
+        assert answer.headers["cache-control"] == "private, no-cache"
+        vary = {v.strip().lower() for v in answer.headers["vary"].split(",")}
+        assert {"authorization", "x-api-key", "accept"} <= vary
+    assert "origin" in answers[3].headers["vary"].lower()  # CORS's own Vary is kept
+    posted = await client.post("/graphql", json={"query": "{ agents { id } }"})
+    assert "cache-control" not in posted.headers
