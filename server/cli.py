@@ -8,10 +8,12 @@ import contextlib
 import importlib.metadata
 import json
 import logging
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from types import FrameType
 
 from suspended_runs.server.settings import Settings, load_settings
 from suspended_runs.storage import ConfigurationError
@@ -91,16 +93,67 @@ def _database(settings: Settings, *, reuse_running: bool) -> Iterator[Settings]:
         yield settings
         return
     from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
+    from suspended_runs.storage import EmbeddedMongoDBError
 
     running = EmbeddedMongoDB.running_in(settings.data_dir) if reuse_running else None
     if running is not None:
         yield settings.model_copy(update={"mongodb_uri": running})
         return
-    with EmbeddedMongoDB(settings.data_dir, port=settings.embedded_mongodb_port) as embedded:
+    embedded = EmbeddedMongoDB(settings.data_dir, port=settings.embedded_mongodb_port)
+    try:
+        embedded.start()  # stops a server a killed `serve` left behind on this data first
+    except EmbeddedMongoDBError as exc:
+        first_line = str(exc).splitlines()[0]
+        raise ConfigurationError(
+            f"the embedded MongoDB for DATA_DIR {settings.data_dir} did not start: {first_line}"
+        ) from None
+    try:
         yield settings.model_copy(update={"mongodb_uri": embedded.uri})
+    finally:
+        embedded.stop()
+
+
+@contextlib.contextmanager
+def _stopping_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP stop `serve` as Ctrl-C (SIGINT) does, and a second signal does
+    not interrupt the stopping.
+
+    While uvicorn serves, it handles SIGINT and SIGTERM itself (a graceful shutdown), and
+    a SIGHUP is passed on to it as a SIGTERM. After its shutdown uvicorn raises the signal
+    again, under the handler here: a KeyboardInterrupt, which uvicorn.run swallows. Before
+    uvicorn serves (the embedded MongoDB starting) the KeyboardInterrupt unwinds at once.
+    Either way the `with _database(...)` block exits, and stops the embedded MongoDB.
+    """
+    stopping = False
+
+    def stop(sig: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        if sig == signal.SIGHUP:
+            signal.raise_signal(signal.SIGTERM)  # to uvicorn's handler, or to this one
+        elif not stopping:
+            stopping = True
+            raise KeyboardInterrupt
+
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, stop) for sig in handled}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _serve(settings: Settings) -> int:
+    """Serve until a signal asks it to stop (status 0), then stop the embedded MongoDB."""
+    try:
+        with _stopping_on_signals():
+            _serve_until_stopped(settings)
+    except KeyboardInterrupt:  # a stop asked for before uvicorn served
+        pass
+    return 0
+
+
+def _serve_until_stopped(settings: Settings) -> None:
     import uvicorn
 
     from suspended_runs.server.app import create_app
@@ -120,7 +173,6 @@ def _serve(settings: Settings) -> int:
             log_config=None,
             access_log=False,
         )
-    return 0
 
 
 async def _reachable(uri: str) -> None:

@@ -2,12 +2,15 @@
 
 It runs as a separate process (its own WiredTiger files under a data folder), so the
 data survives a restart. A small state file beside the data names the running
-process and its port, so `suspended-runs reconcile` can reach the server `serve` started
-instead of starting a second one on the same files.
+process, its port and the process that started it, so `suspended-runs reconcile` can
+reach the server `serve` started instead of starting a second one on the same files, and
+so a start can stop a server that a killed process left running on its data (the server
+runs in its own session, so it outlives a `kill -9` of its parent).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -30,6 +33,8 @@ log = logging.getLogger(__name__)
 _STATE_FILE = "embedded-mongodb.json"
 _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 15.0
+_LOCKED = "already being managed by another process"
+"""What WiredTiger says when another process holds the data folder's lock."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -63,6 +68,37 @@ def _uri(host: str, port: int) -> str:
     return f"mongodb://{host}:{port}/?directConnection=true"
 
 
+def _process(pid: int) -> tuple[list[str], int] | None:
+    """A live process's arguments and parent pid; None when it is gone, a zombie, or
+    cannot be read (no /proc)."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    if stat[0] == "Z":
+        return None
+    return [arg.decode(errors="replace") for arg in argv if arg], int(stat[1])
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while _process(pid) is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _stop_left_behind(pid: int) -> None:
+    """Stop a server that is not our child: SIGINT (its clean shutdown), then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGINT)
+        if not _gone_within(pid, _STOP_TIMEOUT):
+            os.killpg(pid, signal.SIGKILL)  # its own group: started with start_new_session
+            _gone_within(pid, _STOP_TIMEOUT)
+
+
 class EmbeddedMongoDB:
     def __init__(self, data_dir: Path, *, port: int = 0, host: str = "127.0.0.1") -> None:
         self.data_dir = data_dir.resolve()
@@ -89,13 +125,58 @@ class EmbeddedMongoDB:
         return uri if _answers(uri) else None
 
     def start(self) -> str:
+        """Start the server; first stop one that a killed process left running on this data.
+
+        Raises EmbeddedMongoDBError (one line first) when it cannot: among others when a
+        live process uses the data, ours (its state file says so) or not (the lock is held).
+        """
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._clear_left_behind()
+        try:
+            self._launch()
+        except BaseException:  # a failed start, or a signal while starting: no orphan
+            self.stop()
+            raise
+        return self.uri
+
+    def _clear_left_behind(self) -> None:
+        """Stop the server the state file names when the process that started it is gone
+        (killed); forget a state file whose server is gone."""
+        if not self.state_file.exists():
+            return
+        state = self._state()
+        pid = state.get("pid")
+        found = _process(pid) if isinstance(pid, int) else None
+        if isinstance(pid, int) and found is not None and self._serves_this_data(found[0]):
+            if found[1] == state.get("owner"):  # still the child of a live process
+                raise EmbeddedMongoDBError(
+                    f"its data is in use by process {found[1]}, which runs an embedded "
+                    f"MongoDB on it (pid {pid}, port {state.get('port')})"
+                )
+            log.warning("stopping an embedded MongoDB left running", extra={"pid": pid})
+            _stop_left_behind(pid)
+        self.state_file.unlink(missing_ok=True)
+
+    def _state(self) -> dict[str, object]:
+        try:
+            state = json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+        return state if isinstance(state, dict) else {}
+
+    def _serves_this_data(self, argv: list[str]) -> bool:
+        storage = ["--storage-path", str(self.data_dir / "db")]
+        server = any(Path(arg).name == "secantusd-py" for arg in argv)
+        return server and any(argv[i : i + 2] == storage for i in range(len(argv)))
+
+    def _launch(self) -> None:
         if self.port == 0:
             self.port = free_port(self.host)
         log_path = self.data_dir / "embedded-mongodb.log"
         command = [*_server_command(), "--host", self.host, "--port", str(self.port)]
         command += ["--storage-path", str(self.data_dir / "db"), "--log-level", "WARNING"]
         with log_path.open("ab") as log_file:
+            logged = log_file.tell()
             self.process = subprocess.Popen(
                 command,
                 stdout=log_file,
@@ -103,25 +184,34 @@ class EmbeddedMongoDB:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C reaches us, and we stop it in order
             )
-        deadline = time.monotonic() + _START_TIMEOUT
-        while not _answers(self.uri):
-            if self.process.poll() is not None:
-                tail = log_path.read_text(errors="replace")[-2000:]
-                raise EmbeddedMongoDBError(
-                    f"the embedded MongoDB exited with {self.process.returncode}:\n{tail}"
-                )
-            if time.monotonic() > deadline:
-                self.stop()
-                raise EmbeddedMongoDBError(f"the embedded MongoDB did not answer on {self.uri}")
-            time.sleep(0.1)
-        self.state_file.write_text(
-            json.dumps({"host": self.host, "port": self.port, "pid": self.process.pid})
-        )
+        self._wait_until_it_answers(log_path, logged)
+        state = {"host": self.host, "port": self.port, "pid": self.process.pid}
+        self.state_file.write_text(json.dumps({**state, "owner": os.getpid()}))
         log.info(
             "embedded MongoDB started",
             extra={"uri": self.uri, "dataDir": str(self.data_dir), "pid": self.process.pid},
         )
-        return self.uri
+
+    def _wait_until_it_answers(self, log_path: Path, logged: int) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + _START_TIMEOUT
+        while not _answers(self.uri):
+            if self.process.poll() is not None:
+                with log_path.open("rb") as log_file:
+                    log_file.seek(logged)
+                    tail = log_file.read().decode(errors="replace")[-2000:]
+                if _LOCKED in tail:
+                    raise EmbeddedMongoDBError(
+                        "its data is in use by another process (WiredTiger.lock is held): "
+                        "stop that process, or use another data folder"
+                    )
+                raise EmbeddedMongoDBError(
+                    f"the embedded MongoDB exited with {self.process.returncode} "
+                    f"(its log: {log_path}):\n{tail}"
+                )
+            if time.monotonic() > deadline:
+                raise EmbeddedMongoDBError(f"the embedded MongoDB did not answer on {self.uri}")
+            time.sleep(0.1)
 
     def stop(self) -> None:
         process, self.process = self.process, None

@@ -229,6 +229,14 @@ class Server:
         self.process = None
         return code
 
+    def signal(self, sig: int) -> int:
+        """Send `sig` (SIGTERM, SIGHUP, SIGKILL, ...); the exit status (-9 for SIGKILL)."""
+        assert self.process is not None
+        self.process.send_signal(sig)
+        code = self.process.wait(30)
+        self.process = None
+        return code
+
     def query(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         response = httpx.post(
             f"{self.url}/graphql", json={"query": query, "variables": variables}, timeout=30

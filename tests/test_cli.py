@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,8 +15,10 @@ from typing import Any
 import pytest
 from pymongo import MongoClient
 
+from suspended_runs.server import EmbeddedMongoDB
+from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import SNAPSHOTS_COLLECTION
-from tests.helpers import Server, load_snapshots
+from tests.helpers import Server, load_snapshots, wait_until_serving
 
 COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
 
@@ -115,3 +118,128 @@ def test_serve_keeps_runs_across_a_real_restart(server: Server, tmp_path: Path) 
     server.start()
     assert server.query(listing) == before
     assert server.stop() == 0
+
+
+# Stopping `serve`: every signal that stops it stops its embedded MongoDB (issue 9, item 8).
+
+STATE_FILE = "embedded-mongodb.json"
+START_RUN = """mutation { startRun(input: {agentId: "file-cleaner", prompt: "delete /tmp/x"}) {
+  ... on RunStarted { run { runId } } } }"""
+LISTING = "{ suspendedRuns(perPage: 500) { runs { runId } } }"
+SCRIPT = Path(__file__).parent.parent / "scripts" / "serve"
+
+
+def embedded_pid(data: Path) -> int:
+    return int(json.loads((data / STATE_FILE).read_text())["pid"])
+
+
+def gone(pid: int) -> bool:
+    """Whether the process is gone; a zombie is (an orphan's reaper may never reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def start_a_run(server: Server) -> str:
+    run_id: str = server.query(START_RUN)["data"]["startRun"]["run"]["runId"]
+    return run_id
+
+
+def listed(server: Server) -> set[str]:
+    return {run["runId"] for run in server.query(LISTING)["data"]["suspendedRuns"]["runs"]}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_stops_serve_and_its_embedded_mongodb(
+    sig: signal.Signals, server: Server, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    server.start()
+    run_id = start_a_run(server)
+    mongodb = embedded_pid(data)
+    assert server.signal(sig) == 0
+    assert not (data / STATE_FILE).exists() and gone(mongodb)
+    server.start()  # on the same data: no "already being managed by another process"
+    assert run_id in listed(server)
+    assert "Traceback" not in server.log.read_text()
+
+
+def test_a_start_after_a_kill_9_stops_the_embedded_mongodb_left_behind(
+    server: Server, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    server.start()
+    run_id = start_a_run(server)
+    orphan = embedded_pid(data)
+    try:
+        assert server.signal(signal.SIGKILL) == -signal.SIGKILL
+        assert not gone(orphan)  # its own session: it outlives `serve`
+        server.start()
+        assert gone(orphan) and embedded_pid(data) != orphan
+        assert run_id in listed(server)
+        assert "stopping an embedded MongoDB left running" in server.log.read_text()
+    finally:
+        if not gone(orphan):
+            os.killpg(orphan, signal.SIGKILL)
+
+
+def serve_once(data: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+    env.update(DATA_DIR=str(data), PORT=str(free_port()))
+    return subprocess.run(
+        [*COMMAND, "serve"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def assert_one_line_naming_data_dir(result: subprocess.CompletedProcess[str], data: Path) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("{")]
+    assert len(lines) == 1 and lines[0].startswith("suspended-runs: "), result.stderr
+    assert f"DATA_DIR {data}" in lines[0] and "in use" in lines[0], result.stderr
+
+
+def test_a_second_serve_on_data_in_use_ends_with_one_line(server: Server, tmp_path: Path) -> None:
+    server.start()
+    run_id = start_a_run(server)
+    assert_one_line_naming_data_dir(serve_once(tmp_path / "data"), tmp_path / "data")
+    assert run_id in listed(server)  # the first one still serves, on its embedded MongoDB
+
+
+def test_serve_on_data_locked_by_another_process_ends_with_one_line(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    with EmbeddedMongoDB(data):
+        (data / STATE_FILE).unlink()  # not a server that a `serve` left: nothing names it
+        assert_one_line_naming_data_dir(serve_once(data), data)
+
+
+def start_scripts_serve(data: Path, log: Path) -> subprocess.Popen[bytes]:
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "MONGODB_URI"}
+    env.update(DATA_DIR=str(data), PORT=str(port))
+    with log.open("a") as out:
+        process = subprocess.Popen(["bash", str(SCRIPT)], env=env, stdout=out, stderr=out)
+    wait_until_serving(  # longer: scripts/serve first installs when .venv is not current
+        f"http://127.0.0.1:{port}/readyz",
+        alive=lambda: process.poll() is None,
+        log=log.read_text,
+        within=180,
+    )
+    return process
+
+
+def test_scripts_serve_starts_again_on_its_data_after_a_sigterm(tmp_path: Path) -> None:
+    data, log = tmp_path / "data", tmp_path / "scripts-serve.log"
+    processes = []
+    try:
+        for _ in range(2):
+            processes.append(start_scripts_serve(data, log))
+            processes[-1].send_signal(signal.SIGTERM)  # as systemd and Docker stop it
+            assert processes[-1].wait(30) == 0, log.read_text()[-3000:]
+        assert not (data / STATE_FILE).exists()
+        assert "Traceback" not in log.read_text()
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+                process.wait(30)

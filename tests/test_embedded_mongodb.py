@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 from pymongo import MongoClient
@@ -25,3 +27,14 @@ def test_data_survives_a_restart(tmp_path: Path) -> None:
 def test_a_stale_state_file_is_not_trusted(tmp_path: Path) -> None:
     (tmp_path / "embedded-mongodb.json").write_text('{"host": "127.0.0.1", "port": 1}')
     assert EmbeddedMongoDB.running_in(tmp_path) is None
+
+
+def test_a_start_kills_no_process_that_a_stale_state_file_names(tmp_path: Path) -> None:
+    # A live pid that is no embedded MongoDB of this data (this test's own): never stopped.
+    state = {"host": "127.0.0.1", "port": 1, "pid": os.getpid(), "owner": 1}
+    (tmp_path / "embedded-mongodb.json").write_text(json.dumps(state))
+    with EmbeddedMongoDB(tmp_path) as server:
+        assert server.process is not None
+        written = json.loads((tmp_path / "embedded-mongodb.json").read_text())
+        assert (written["pid"], written["owner"]) == (server.process.pid, os.getpid())
+    assert not (tmp_path / "embedded-mongodb.json").exists()
