@@ -4,7 +4,8 @@
     ├── GRAPHQL_PARSE_FAILED       the document is not GraphQL
     ├── GRAPHQL_VALIDATION_FAILED  unknown field, over a depth/token/alias limit, ...
     ├── BAD_USER_INPUT             an argument or variable of the wrong kind or value
-    └── INTERNAL_SERVER_ERROR      anything else: message masked, details only in the log
+    └── INTERNAL_SERVER_ERROR      anything else: message masked, details only in the log,
+                                   found by the request id in extensions.requestId
 
 Expected outcomes of mutations are not errors: they are members of result unions.
 The HTTP view applies `classify` to every error of every response, parse errors included
@@ -33,18 +34,20 @@ _INPUT_MARKERS = (
 )
 
 
-def classify(error: GraphQLError) -> GraphQLError:
+def classify(error: GraphQLError, *, request_id: str | None = None) -> GraphQLError:
+    """The error as the client reads it. A masked internal error carries `request_id` (in
+    `extensions.requestId`): the log lines of its request hold the same id."""
     code = (error.extensions or {}).get("code")
     if code in PUBLIC_CODES:
         return error
     if error.path is not None:
         # Raised while executing: nothing the client did wrong, and nothing it should read.
         log.error("internal error", exc_info=error.original_error, extra={"path": error.path})
+        extensions: dict[str, object] = {"code": "INTERNAL_SERVER_ERROR"}
+        if request_id is not None:
+            extensions["requestId"] = request_id
         return GraphQLError(
-            MASKED_MESSAGE,
-            nodes=error.nodes,
-            path=error.path,
-            extensions={"code": "INTERNAL_SERVER_ERROR"},
+            MASKED_MESSAGE, nodes=error.nodes, path=error.path, extensions=extensions
         )
     # No path: the request itself failed to parse, validate or coerce its variables.
     if error.message.startswith("Syntax Error"):

@@ -38,7 +38,7 @@ from suspended_runs.runtime import (
 from suspended_runs.schema import build_schema, classify
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
-from suspended_runs.server.logs import RequestLog
+from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
 from suspended_runs.server.settings import Settings
 from suspended_runs.storage import ConfigurationError, Runtime, Storage
 
@@ -81,7 +81,8 @@ class GraphQLApp(GraphQL[Context, None]):
 
     async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
         if result.errors:
-            result.errors = [classify(error) for error in result.errors]
+            request_id = current_request_id()
+            result.errors = [classify(error, request_id=request_id) for error in result.errors]
         return await super().process_result(request, result)
 
 
@@ -156,7 +157,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
                 CORSMiddleware,
                 allow_origins=settings.cors_origin_list,
                 allow_methods=["GET", "POST"],
-                allow_headers=allowed_headers,
+                allow_headers=[*allowed_headers, REQUEST_ID_HEADER],
+                expose_headers=[REQUEST_ID_HEADER],
                 max_age=600,
             )
         )
