@@ -7,6 +7,7 @@ with expiry, and audience and issuer where configured, checked. With neither con
 everyone is an anonymous admin (the server says so at start-up).
 
 No key, token or claim value is ever logged or returned: failures name a reason only.
+Subjects are `key:<name>` for an API key (names are unique) and `jwt:<sub>` for a token.
 
 API key file:
 
@@ -28,7 +29,7 @@ import json
 import logging
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,17 +44,23 @@ API_KEY_HEADER = "x-api-key"
 ALL = "all"
 """The scope of credentials that may see every run."""
 DEFAULT_SCOPE_CLAIM = "suspended_runs_scope"
+KEY_SUBJECT, TOKEN_SUBJECT = "key:", "jwt:"
+"""Prefixes of subjects (audit log, idempotency keys): an API key's name and a token's
+subject never name the same caller, whatever a token's `sub` says."""
 
 
 @dataclass(frozen=True, slots=True)
 class JwtConfig:
-    key: str
+    key: str = field(repr=False)
+    """The HS256 secret, or the RS256 public key (PEM): never in a repr, so never logged."""
     algorithm: str
     audience: str | None = None
     issuer: str | None = None
     subject_claim: str = "sub"
     role_claim: str = "role"
     scope_claim: str = DEFAULT_SCOPE_CLAIM
+    leeway: float = 30.0
+    """Seconds of clock skew allowed on exp, nbf and iat."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +91,21 @@ def load_api_keys(path: Path) -> list[ApiKey]:
         ]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigurationError(f"API_KEYS_FILE {path}: {type(exc).__name__}: {exc}") from None
+    _check_unique(keys, path)
     return keys
+
+
+def _check_unique(keys: list[ApiKey], path: Path) -> None:
+    """A key's name is its subject (audit log, idempotency keys): two keys of one name, or
+    one key listed twice, would be one caller, with whichever role came first."""
+    names = [k.name for k in keys]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ConfigurationError(f"API_KEYS_FILE {path}: key names must be unique: {twice}")
+    digests = [k.digest for k in keys]
+    same = sorted({k.name for k in keys if digests.count(k.digest) > 1})
+    if same:
+        raise ConfigurationError(f"API_KEYS_FILE {path}: these entries hold the same key: {same}")
 
 
 class Authenticator:
@@ -115,7 +136,7 @@ class Authenticator:
             raise Unauthenticated("the API key is not valid")
         key_entry = found[0]
         return Principal(
-            subject=f"key:{key_entry.name}", role=key_entry.role, scope=key_entry.scope
+            subject=f"{KEY_SUBJECT}{key_entry.name}", role=key_entry.role, scope=key_entry.scope
         )
 
     def _by_jwt(self, token: str) -> Principal:
@@ -128,6 +149,7 @@ class Authenticator:
                 algorithms=[config.algorithm],
                 audience=config.audience,
                 issuer=config.issuer,
+                leeway=config.leeway,
                 options={"require": ["exp", config.subject_claim]},
             )
         except jwt.ExpiredSignatureError:
@@ -145,7 +167,7 @@ class Authenticator:
         except ValueError:
             raise Unauthenticated("the token's scope claim is malformed") from None
         return Principal(
-            subject=str(claims[config.subject_claim]),
+            subject=f"{TOKEN_SUBJECT}{claims[config.subject_claim]}",
             role=_role(claims.get(config.role_claim)),
             scope=scope,
         )

@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from suspended_runs.runtime import MastraServers
@@ -66,10 +66,11 @@ class Settings(BaseSettings):
     )
     max_request_bytes: int = Field(1_048_576, ge=1024)
     api_keys_file: Path | None = None
-    jwt_secret: str | None = Field(None, description="HS256 shared secret.")
+    jwt_secret: SecretStr | None = Field(None, description="HS256 shared secret.")
     jwt_public_key: str | None = Field(None, description="RS256 public key (PEM).")
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
+    jwt_leeway_seconds: float = Field(30.0, ge=0, description="Clock skew allowed on exp.")
     jwt_subject_claim: str = "sub"
     jwt_role_claim: str = "role"
     jwt_scope_claim: str = Field(
@@ -113,9 +114,8 @@ class Settings(BaseSettings):
 
     @property
     def jwt_config(self) -> JwtConfig | None:
-        key, algorithm = (
-            (self.jwt_secret, "HS256") if self.jwt_secret else (self.jwt_public_key, "RS256")
-        )
+        secret = self.jwt_secret.get_secret_value() if self.jwt_secret else None
+        key, algorithm = (secret, "HS256") if secret else (self.jwt_public_key, "RS256")
         if not key:
             return None
         return JwtConfig(
@@ -126,6 +126,7 @@ class Settings(BaseSettings):
             subject_claim=self.jwt_subject_claim,
             role_claim=self.jwt_role_claim,
             scope_claim=self.jwt_scope_claim,
+            leeway=self.jwt_leeway_seconds,
         )
 
     @property

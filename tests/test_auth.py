@@ -13,6 +13,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
+from pydantic import SecretStr
 
 from suspended_runs.server import Settings, create_app
 from suspended_runs.server.auth import new_api_key
@@ -20,6 +21,7 @@ from suspended_runs.storage import ConfigurationError
 from tests.helpers import eventually, suspended_doc
 
 SECRET = "test-secret-that-is-long-enough-for-hs256"
+SECRET_SETTING = SecretStr(SECRET)
 LIST = "{ suspendedRuns { total runs { runId resourceId } } }"
 APPROVE = """mutation($run: ID!) { approveToolCall(input: {runId: $run}) {
   __typename ... on Problem { message } ... on Forbidden { neededRole } } }"""
@@ -71,7 +73,11 @@ async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> d
     key_file.write_text(json.dumps(entries))
     client = await start_app(
         settings.model_copy(
-            update={"api_keys_file": key_file, "jwt_secret": SECRET, "jwt_audience": "runs-api"}
+            update={
+                "api_keys_file": key_file,
+                "jwt_secret": SECRET_SETTING,
+                "jwt_audience": "runs-api",
+            }
         )
     )
     admin = bearer(token(role="admin", aud="runs-api", suspended_runs_scope="all"))
@@ -189,6 +195,34 @@ async def test_agents_are_listed_within_the_callers_scope(tenants, snapshots) ->
     assert await agents(key(tenants, "approver-agent")) == {"approver": 5}
 
 
+async def test_a_token_expired_within_the_leeway_is_still_accepted(tenants) -> None:
+    late = bearer(token(aud="runs-api", exp=int(time.time()) - 10, suspended_runs_scope="all"))
+    body = (await post(tenants["client"], LIST, late)).json()
+    assert body["data"]["suspendedRuns"]["total"] == 5  # JWT_LEEWAY_SECONDS: 30 by default
+
+
+async def test_a_token_cannot_pass_for_an_api_key(tenants) -> None:
+    """Subjects are `key:<name>` and `jwt:<sub>`: a token whose sub is `key:b-approver` is
+    another caller, in the audit log and for idempotency keys."""
+    client = tenants["client"]
+    approve = """mutation($run: ID!) { approveToolCall(input: {runId: $run,
+      idempotencyKey: "once"}) { __typename } }"""
+    impostor = bearer(
+        token(
+            aud="runs-api",
+            sub="key:b-approver",
+            role="approver",
+            suspended_runs_scope={"resourceIds": ["tenant-b"]},
+        )
+    )
+    for headers in (key(tenants, "b-approver"), impostor):
+        body = (await post(client, approve, headers, run="b-1")).json()
+        assert body["data"]["approveToolCall"]["__typename"] == "ExecutorUnavailable"
+    body = (await post(client, LOG, key(tenants, "b-approver"), id="b-1")).json()
+    decided_by = [record["decidedBy"] for record in body["data"]["decisionLog"]]
+    assert decided_by == ["key:b-approver", "jwt:key:b-approver"]  # not one caller's replay
+
+
 async def test_a_viewer_cannot_decide(tenants) -> None:
     body = (await post(tenants["client"], APPROVE, key(tenants, "a-viewer"), run="a-0")).json()
     assert body["data"]["approveToolCall"] == {
@@ -234,7 +268,7 @@ async def test_the_audit_record_names_the_authenticated_subject(tenants) -> None
     [
         ({}, "credentials are required"),
         ({"x-api-key": "sr_not-a-key"}, "API key is not valid"),
-        (bearer(token(aud="runs-api", exp=int(time.time()) - 10)), "expired"),
+        (bearer(token(aud="runs-api", exp=int(time.time()) - 120)), "expired"),
         (bearer(token(key="another-secret-that-is-long-enough!", aud="runs-api")), "signature"),
         (bearer(token(aud="another-api")), "audience"),
         (bearer("not.a.token"), "not valid"),
@@ -253,6 +287,33 @@ async def test_bad_credentials_get_401_with_a_graphql_body(
     for secret in secrets:
         assert secret.removeprefix("Bearer ") not in response.text
         assert secret.removeprefix("Bearer ") not in caplog.text
+
+
+async def test_api_key_names_and_keys_are_unique(settings, tmp_path: Path) -> None:
+    _, digest = new_api_key()
+    _, other = new_api_key()
+    for entries, problem in [
+        ([("ops", digest), ("ops", other)], "key names must be unique: ['ops']"),
+        ([("ops", digest), ("dash", digest)], "the same key: ['dash', 'ops']"),
+    ]:
+        key_file = tmp_path / "keys.json"
+        key_file.write_text(
+            json.dumps([{"name": n, "sha256": d, "role": "viewer"} for n, d in entries])
+        )
+        with pytest.raises(ConfigurationError) as refused:
+            create_app(settings.model_copy(update={"api_keys_file": key_file}))
+        assert str(refused.value).startswith("API_KEYS_FILE ") and problem in str(refused.value)
+
+
+async def test_the_jwt_secret_is_never_shown(settings, start_app, caplog) -> None:
+    configured = settings.model_copy(update={"jwt_secret": SECRET_SETTING})
+    assert SECRET not in repr(configured) and SECRET not in str(configured.model_dump())
+    assert configured.jwt_config is not None and SECRET not in repr(configured.jwt_config)
+    with caplog.at_level(logging.DEBUG):
+        client = await start_app(configured)
+        assert (await post(client, LIST, bearer(token()))).status_code == 200
+        assert (await post(client, LIST, bearer(token(key=SECRET + "x")))).status_code == 401
+    assert SECRET not in caplog.text
 
 
 async def test_rs256_tokens_are_checked_with_the_public_key(settings: Settings, start_app) -> None:
@@ -301,7 +362,7 @@ async def test_production_refuses_to_start_without_authentication(settings, star
         create_app(production)
     for setting in ("ENV=production", "API_KEYS_FILE", "JWT_SECRET", "ALLOW_ANONYMOUS"):
         assert setting in str(refused.value)
-    client = await start_app(production.model_copy(update={"jwt_secret": SECRET}))
+    client = await start_app(production.model_copy(update={"jwt_secret": SECRET_SETTING}))
     assert (await post(client, LIST, {})).status_code == 401
     assert (await post(client, LIST, bearer(token()))).status_code == 200
 

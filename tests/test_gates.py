@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_auth import SECRET, bearer, token
+from tests.test_auth import SECRET_SETTING, bearer, token
 
 HTML = {"accept": "text/html"}
 SCHEMA = "{__schema{types{name}}}"
@@ -17,7 +17,7 @@ SCHEMA = "{__schema{types{name}}}"
 @pytest.fixture
 async def guarded(settings, start_app) -> Any:
     """A server that needs credentials, GraphiQL on."""
-    return await start_app(settings.model_copy(update={"jwt_secret": SECRET}))
+    return await start_app(settings.model_copy(update={"jwt_secret": SECRET_SETTING}))
 
 
 async def test_a_get_that_carries_a_query_is_authenticated_however_it_is_encoded(
@@ -65,7 +65,9 @@ async def test_a_body_over_the_limit_is_413_whether_declared_or_chunked(
 
 async def test_get_answers_are_private_and_vary_with_the_credentials(settings, start_app) -> None:
     client = await start_app(
-        settings.model_copy(update={"jwt_secret": SECRET, "cors_origins": "https://dash.example"})
+        settings.model_copy(
+            update={"jwt_secret": SECRET_SETTING, "cors_origins": "https://dash.example"}
+        )
     )
     query = "/graphql?query={ suspendedRuns { total } }"
     answers = [
