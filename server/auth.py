@@ -2,8 +2,10 @@
 
 API keys are kept as SHA-256 hashes in a JSON file (`API_KEYS_FILE`), each with a name,
 a role and a scope; a request presents one in the `X-API-Key` header. JWTs come in
-`Authorization: Bearer ...`, signed HS256 (`JWT_SECRET`) or RS256 (`JWT_PUBLIC_KEY`),
-with expiry, and audience and issuer where configured, checked. With neither configured,
+`Authorization: Bearer ...`, signed HS256 (`JWT_SECRET`), RS256 (`JWT_PUBLIC_KEY`), or
+RS256/ES256 by a key of the issuer's JWKS (`JWT_JWKS_URL`, fetched again when a token
+names a key id it does not hold: keys rotate), with expiry (give or take
+`JWT_LEEWAY_SECONDS`), and audience and issuer where configured, checked. With neither configured,
 everyone is an anonymous admin (the server says so at start-up).
 
 No key, token or claim value is ever logged or returned: failures name a reason only.
@@ -23,6 +25,7 @@ from OAuth2's space-separated `scope`): `"all"`, or `{"resourceIds": [...], "age
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -44,6 +47,12 @@ API_KEY_HEADER = "x-api-key"
 ALL = "all"
 """The scope of credentials that may see every run."""
 DEFAULT_SCOPE_CLAIM = "suspended_runs_scope"
+JWKS_ALGORITHMS = ("RS256", "ES256")
+JWKS_REFETCH_SECONDS = 30.0
+"""A token whose key id is not in the cached JWKS fetches it again (the issuer rotated its
+keys), at most this often: made-up key ids do not make this server hammer the issuer."""
+JWKS_LIFESPAN_SECONDS = 300.0
+"""How long a fetched JWKS is used before it is fetched again."""
 KEY_SUBJECT, TOKEN_SUBJECT = "key:", "jwt:"
 """Prefixes of subjects (audit log, idempotency keys): an API key's name and a token's
 subject never name the same caller, whatever a token's `sub` says."""
@@ -51,10 +60,13 @@ subject never name the same caller, whatever a token's `sub` says."""
 
 @dataclass(frozen=True, slots=True)
 class JwtConfig:
-    key: str = field(repr=False)
-    """The HS256 secret, or the RS256 public key (PEM): never in a repr, so never logged."""
+    key: str | None = field(repr=False)
+    """The HS256 secret, or the RS256 public key (PEM): never in a repr, so never logged.
+    None when the keys come from `jwks_url`."""
     algorithm: str
     audience: str | None = None
+    jwks_url: str | None = None
+    """Where the issuer publishes its signing keys (a JWKS), RS256 or ES256."""
     issuer: str | None = None
     subject_claim: str = "sub"
     role_claim: str = "role"
@@ -112,12 +124,20 @@ class Authenticator:
     def __init__(self, api_keys: list[ApiKey], jwt_config: JwtConfig | None) -> None:
         self.api_keys = api_keys
         self.jwt = jwt_config
+        self.jwks = None
+        if jwt_config is not None and jwt_config.jwks_url is not None:
+            self.jwks = jwt.PyJWKClient(
+                jwt_config.jwks_url,
+                lifespan=JWKS_LIFESPAN_SECONDS,
+                cooldown_duration=JWKS_REFETCH_SECONDS,
+                timeout=10,
+            )
 
     @property
     def enabled(self) -> bool:
         return bool(self.api_keys) or self.jwt is not None
 
-    def authenticate(self, headers: Mapping[str, str]) -> Principal:
+    async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         if not self.enabled:
             return OPEN_ACCESS
         api_key = headers.get(API_KEY_HEADER)
@@ -125,7 +145,7 @@ class Authenticator:
         if api_key is not None:
             return self._by_api_key(api_key)
         if authorization[:7].lower() == "bearer " and self.jwt is not None:
-            return self._by_jwt(authorization[7:].strip())
+            return await self._by_jwt(authorization[7:].strip())
         raise Unauthenticated("credentials are required: an X-API-Key or a Bearer token")
 
     def _by_api_key(self, key: str) -> Principal:
@@ -139,29 +159,22 @@ class Authenticator:
             subject=f"{KEY_SUBJECT}{key_entry.name}", role=key_entry.role, scope=key_entry.scope
         )
 
-    def _by_jwt(self, token: str) -> Principal:
+    async def _by_jwt(self, token: str) -> Principal:
         assert self.jwt is not None
         config = self.jwt
         try:
+            key, algorithms = await self._verification_key(token)
             claims = jwt.decode(
                 token,
-                config.key,
-                algorithms=[config.algorithm],
+                key,
+                algorithms=algorithms,
                 audience=config.audience,
                 issuer=config.issuer,
                 leeway=config.leeway,
                 options={"require": ["exp", config.subject_claim]},
             )
-        except jwt.ExpiredSignatureError:
-            raise Unauthenticated("the token has expired") from None
-        except jwt.InvalidAudienceError:
-            raise Unauthenticated("the token is not meant for this server (audience)") from None
-        except jwt.InvalidIssuerError:
-            raise Unauthenticated("the token's issuer is not trusted") from None
-        except jwt.InvalidSignatureError:
-            raise Unauthenticated("the token's signature is not valid") from None
         except jwt.PyJWTError as exc:
-            raise Unauthenticated(f"the token is not valid ({type(exc).__name__})") from None
+            raise Unauthenticated(_refusal(exc)) from None
         try:
             scope = parse_scope(claims.get(config.scope_claim))
         except ValueError:
@@ -171,6 +184,37 @@ class Authenticator:
             role=_role(claims.get(config.role_claim)),
             scope=scope,
         )
+
+    async def _verification_key(self, token: str) -> tuple[Any, list[str]]:
+        """The key that must have signed `token`, and the algorithms it may be used with:
+        the configured one, or the JWKS key that the token's `kid` names (fetched in a
+        thread: PyJWKClient blocks)."""
+        assert self.jwt is not None
+        if self.jwks is None:
+            return self.jwt.key, [self.jwt.algorithm]
+        found = await asyncio.to_thread(self.jwks.get_signing_key_from_jwt, token)
+        if found.algorithm_name not in JWKS_ALGORITHMS:
+            raise jwt.InvalidAlgorithmError(found.algorithm_name)
+        return found.key, [found.algorithm_name]
+
+
+_REFUSALS: list[tuple[type[jwt.PyJWTError], str]] = [
+    (jwt.ExpiredSignatureError, "the token has expired"),
+    (jwt.InvalidAudienceError, "the token is not meant for this server (audience)"),
+    (jwt.InvalidIssuerError, "the token's issuer is not trusted"),
+    (jwt.InvalidSignatureError, "the token's signature is not valid"),
+    (jwt.PyJWKClientConnectionError, "the token's signing keys could not be fetched (JWKS)"),
+]
+
+
+def _refusal(exc: jwt.PyJWTError) -> str:
+    """Why a token is refused, in words that hold none of its content."""
+    for kind, reason in _REFUSALS:
+        if isinstance(exc, kind):
+            if kind is jwt.PyJWKClientConnectionError:
+                log.warning("the JWKS at JWT_JWKS_URL could not be fetched")
+            return reason
+    return f"the token is not valid ({type(exc).__name__})"
 
 
 def _role(value: Any) -> Role | None:

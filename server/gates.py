@@ -46,7 +46,7 @@ class AuthGate:
             await self.app(scope, receive, send)
             return
         try:
-            principal = self.authenticator.authenticate(headers)
+            principal = await self.authenticator.authenticate(headers)
         except Unauthenticated as exc:
             log.warning("refused a request", extra={"reason": str(exc)})
             await graphql_error(401, "UNAUTHENTICATED", str(exc))(scope, receive, send)

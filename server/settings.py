@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     api_keys_file: Path | None = None
     jwt_secret: SecretStr | None = Field(None, description="HS256 shared secret.")
     jwt_public_key: str | None = Field(None, description="RS256 public key (PEM).")
+    jwt_jwks_url: str | None = Field(
+        None, description="URL of the issuer's JWKS (RS256/ES256 keys, rotated)."
+    )
     jwt_audience: str | None = None
     jwt_issuer: str | None = None
     jwt_leeway_seconds: float = Field(30.0, ge=0, description="Clock skew allowed on exp.")
@@ -89,10 +92,19 @@ class Settings(BaseSettings):
             _host_pattern(pattern)
         return value
 
+    @field_validator("jwt_jwks_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith(("http://", "https://")):
+            raise ValueError("the JWKS is fetched over http:// or https://")
+        return value
+
     @model_validator(mode="after")
     def _one_jwt_key(self) -> Settings:
-        if self.jwt_secret and self.jwt_public_key:
-            raise ValueError("set JWT_SECRET (HS256) or JWT_PUBLIC_KEY (RS256), not both")
+        if sum(bool(k) for k in (self.jwt_secret, self.jwt_public_key, self.jwt_jwks_url)) > 1:
+            raise ValueError(
+                "set one of JWT_SECRET (HS256), JWT_PUBLIC_KEY (RS256) or JWT_JWKS_URL"
+            )
         return self
 
     @property
@@ -116,11 +128,12 @@ class Settings(BaseSettings):
     def jwt_config(self) -> JwtConfig | None:
         secret = self.jwt_secret.get_secret_value() if self.jwt_secret else None
         key, algorithm = (secret, "HS256") if secret else (self.jwt_public_key, "RS256")
-        if not key:
+        if not key and not self.jwt_jwks_url:
             return None
         return JwtConfig(
-            key=key,
+            key=key or None,
             algorithm=algorithm,
+            jwks_url=self.jwt_jwks_url,
             audience=self.jwt_audience,
             issuer=self.jwt_issuer,
             subject_claim=self.jwt_subject_claim,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import logging
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +15,11 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from pydantic import SecretStr
 
-from suspended_runs.server import Settings, create_app
+from suspended_runs.server import Settings, auth, create_app
 from suspended_runs.server.auth import new_api_key
 from suspended_runs.storage import ConfigurationError
 from tests.helpers import eventually, suspended_doc
@@ -328,6 +332,90 @@ async def test_rs256_tokens_are_checked_with_the_public_key(settings: Settings, 
     assert (await post(client, LIST, good)).status_code == 200
     forged = bearer(token(key=SECRET, algorithm="HS256"))  # HS256 with a guessed key
     assert (await post(client, LIST, forged)).status_code == 401
+
+
+class Jwks:
+    """An issuer's JWKS, served on 127.0.0.1 from a thread; `publish` rotates its keys."""
+
+    def __init__(self) -> None:
+        self.document: dict[str, Any] = {"keys": []}
+        self.fetches = 0
+        jwks = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                jwks.fetches += 1
+                body = json.dumps(jwks.document).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/.well-known/jwks.json"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def publish(self, **keys: Any) -> None:
+        """The JWKS now holds these private keys' public halves, by key id."""
+        self.document = {"keys": [_jwk(kid, key.public_key()) for kid, key in keys.items()]}
+
+
+def _jwk(kid: str, public_key: Any) -> dict[str, Any]:
+    algorithm = RSAAlgorithm if isinstance(public_key, rsa.RSAPublicKey) else ECAlgorithm
+    return {**algorithm.to_jwk(public_key, as_dict=True), "kid": kid, "use": "sig"}
+
+
+def signed(private_key: Any, algorithm: str, kid: str | None, **claims: Any) -> str:
+    body = {"sub": "someone", "role": "viewer", "exp": int(time.time()) + 600, **claims}
+    return jwt.encode(body, private_key, algorithm=algorithm, headers={"kid": kid})
+
+
+@pytest.fixture
+def jwks() -> Iterator[Jwks]:
+    served = Jwks()
+    served.thread.start()
+    yield served
+    served.server.shutdown()
+    served.server.server_close()
+
+
+async def test_tokens_are_checked_with_the_issuers_jwks_as_its_keys_rotate(
+    settings, start_app, jwks, monkeypatch
+) -> None:
+    monkeypatch.setattr(auth, "JWKS_REFETCH_SECONDS", 0.0)  # no wait for the rotated key
+    old_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    new_key = ec.generate_private_key(ec.SECP256R1())
+    jwks.publish(old=old_key)
+    client = await start_app(settings.model_copy(update={"jwt_jwks_url": jwks.url}))
+    before = bearer(signed(old_key, "RS256", "old"))
+    assert (await post(client, LIST, before)).status_code == 200
+    jwks.publish(new=new_key)  # the issuer rotates: a new key (ES256), the old one retired
+    after = bearer(signed(new_key, "ES256", "new"))
+    assert (await post(client, LIST, after)).status_code == 200
+    assert (await post(client, LIST, before)).status_code == 401
+    for forged in (
+        signed(new_key, "ES256", "old"),  # a key id that names another key
+        token(key=SECRET, algorithm="HS256"),  # a shared secret, no key id
+        jwt.encode({"sub": "x", "exp": int(time.time()) + 60}, "", algorithm="none"),
+    ):
+        assert (await post(client, LIST, bearer(forged))).status_code == 401
+
+
+async def test_unknown_key_ids_do_not_make_the_server_fetch_the_jwks_again(
+    settings, start_app, jwks
+) -> None:
+    key = ec.generate_private_key(ec.SECP256R1())
+    jwks.publish(current=key)
+    client = await start_app(settings.model_copy(update={"jwt_jwks_url": jwks.url}))
+    assert (await post(client, LIST, bearer(signed(key, "ES256", "current")))).status_code == 200
+    for n in range(5):
+        made_up = bearer(signed(key, "ES256", f"made-up-{n}"))
+        assert (await post(client, LIST, made_up)).status_code == 401
+    assert jwks.fetches == 1  # within JWKS_REFETCH_SECONDS of the last fetch
 
 
 async def test_production_mode_has_no_graphiql_and_refuses_introspection(
