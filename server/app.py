@@ -119,18 +119,19 @@ def create_app(settings: Settings) -> Starlette:
 def _authenticator(settings: Settings) -> Authenticator:
     """Who may call. Without API keys or JWT everyone is an anonymous admin: refused in
     production unless ALLOW_ANONYMOUS says so, and a warning everywhere."""
-    api_keys = load_api_keys(settings.api_keys_file) if settings.api_keys_file else []
+    api_keys = load_api_keys(settings.api_keys_file) if settings.api_keys_file else None
     authenticator = Authenticator(api_keys, settings.jwt_config)
     if authenticator.enabled:
         return authenticator
     if settings.production and not settings.allow_anonymous:
         raise ConfigurationError(
-            "ENV=production needs authentication: set API_KEYS_FILE, JWT_SECRET or "
-            "JWT_PUBLIC_KEY, or ALLOW_ANONYMOUS=true to let every caller be an anonymous admin"
+            "ENV=production needs authentication: set API_KEYS_FILE, JWT_SECRET, "
+            "JWT_PUBLIC_KEY or JWT_JWKS_URL, or ALLOW_ANONYMOUS=true to let every caller be "
+            "an anonymous admin"
         )
     log.warning(
         "no API keys and no JWT configured: every caller is an anonymous admin "
-        "(set API_KEYS_FILE, JWT_SECRET or JWT_PUBLIC_KEY)"
+        "(set API_KEYS_FILE, JWT_SECRET, JWT_PUBLIC_KEY or JWT_JWKS_URL)"
     )
     return authenticator
 

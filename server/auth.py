@@ -121,7 +121,8 @@ def _check_unique(keys: list[ApiKey], path: Path) -> None:
 
 
 class Authenticator:
-    def __init__(self, api_keys: list[ApiKey], jwt_config: JwtConfig | None) -> None:
+    def __init__(self, api_keys: list[ApiKey] | None, jwt_config: JwtConfig | None) -> None:
+        """`api_keys` None: no key file is configured. An empty one still needs credentials."""
         self.api_keys = api_keys
         self.jwt = jwt_config
         self.jwks = None
@@ -135,7 +136,7 @@ class Authenticator:
 
     @property
     def enabled(self) -> bool:
-        return bool(self.api_keys) or self.jwt is not None
+        return self.api_keys is not None or self.jwt is not None
 
     async def authenticate(self, headers: Mapping[str, str]) -> Principal:
         if not self.enabled:
@@ -151,7 +152,7 @@ class Authenticator:
     def _by_api_key(self, key: str) -> Principal:
         digest = hashlib.sha256(key.encode()).hexdigest()
         # Every stored digest is compared, in constant time, so timing says nothing.
-        found = [k for k in self.api_keys if hmac.compare_digest(k.digest, digest)]
+        found = [k for k in self.api_keys or [] if hmac.compare_digest(k.digest, digest)]
         if not found:
             raise Unauthenticated("the API key is not valid")
         key_entry = found[0]

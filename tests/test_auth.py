@@ -455,6 +455,13 @@ async def test_production_refuses_to_start_without_authentication(settings, star
     assert (await post(client, LIST, bearer(token()))).status_code == 200
 
 
+async def test_an_empty_key_file_still_needs_credentials(settings, start_app, tmp_path) -> None:
+    key_file = tmp_path / "keys.json"
+    key_file.write_text("[]")  # every key revoked: nobody gets in, not everybody
+    client = await start_app(settings.model_copy(update={"api_keys_file": key_file}))
+    assert (await post(client, LIST, {})).status_code == 401
+
+
 async def test_an_oversized_body_is_refused_with_413(settings, start_app) -> None:
     client = await start_app(settings.model_copy(update={"max_request_bytes": 2048}))
     big = "{ suspendedRuns { total } }" + " " * 4000
