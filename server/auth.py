@@ -1,12 +1,12 @@
 """Authentication: who a request comes from, by API key or by JWT bearer token.
 
-API keys are kept as SHA-256 hashes in a JSON file (`API_KEYS_FILE`), each with a name,
-a role and a scope; a request presents one in the `X-API-Key` header. JWTs come in
+API keys are kept as SHA-256 hashes in a JSON file (`API_KEYS_FILE`), each with a unique
+name, a role and a scope; a request presents one in the `X-API-Key` header. JWTs come in
 `Authorization: Bearer ...`, signed HS256 (`JWT_SECRET`), RS256 (`JWT_PUBLIC_KEY`), or
 RS256/ES256 by a key of the issuer's JWKS (`JWT_JWKS_URL`, fetched again when a token
 names a key id it does not hold: keys rotate), with expiry (give or take
-`JWT_LEEWAY_SECONDS`), and audience and issuer where configured, checked. With neither configured,
-everyone is an anonymous admin (the server says so at start-up).
+`JWT_LEEWAY_SECONDS`), and audience and issuer where configured, checked. With neither
+configured, everyone is an anonymous admin (server/app.py warns, or refuses in production).
 
 No key, token or claim value is ever logged or returned: failures name a reason only.
 Subjects are `key:<name>` for an API key (names are unique) and `jwt:<sub>` for a token.

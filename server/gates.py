@@ -1,8 +1,9 @@
 """ASGI gates in front of the GraphQL endpoint: authentication, a request body limit, and
 what GET answers tell caches.
 
-Both answer in GraphQL's shape (`{"errors": [{"message", "extensions": {"code"}}]}`), so a
-client reads every refusal the same way, and neither says more than the reason.
+Their refusals answer in GraphQL's shape (`{"errors": [{"message", "extensions":
+{"code"}}]}`), so a client reads every refusal the same way, and none says more than the
+reason.
 """
 
 from __future__ import annotations
