@@ -10,6 +10,10 @@ ensure_venv() {  # ensure_venv [EXTRAS]   e.g. ensure_venv dev
             || { echo "suspended-runs needs Python 3.11 or newer ($python)" >&2; exit 1; }
         "$python" -m venv .venv
     fi
+    # An install with the dev extras (scripts/test) holds the plain one too.
+    if [ -z "$extras" ] && [ -f .venv/.installed-dev ] && [ ! pyproject.toml -nt .venv/.installed-dev ]; then
+        stamp=".venv/.installed-dev"
+    fi
     if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
         .venv/bin/python -m pip install --quiet --upgrade pip
         .venv/bin/python -m pip install --quiet -e "$spec"

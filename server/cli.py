@@ -59,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     key.add_argument("--role", required=True, choices=["viewer", "approver", "admin"])
     key.add_argument("--resource-ids", help="comma-separated: the key sees only these resources")
     key.add_argument("--agent-ids", help="comma-separated: the key sees only these agents")
+    key.add_argument(
+        "--all", action="store_true", help="the key sees every run (without it or ids: none)"
+    )
     return parser
 
 
@@ -219,13 +222,15 @@ def _new_api_key(args: argparse.Namespace) -> int:
     def ids(text: str | None) -> list[str] | None:
         return [part.strip() for part in text.split(",") if part.strip()] if text else None
 
-    entry = {
-        "name": args.name,
-        "sha256": digest,
-        "role": args.role,
-        "resourceIds": ids(args.resource_ids),
-        "agentIds": ids(args.agent_ids),
-    }
+    if args.all and (args.resource_ids or args.agent_ids):
+        raise ConfigurationError(
+            "new-api-key: --all and --resource-ids/--agent-ids exclude each other"
+        )
+    entry: dict[str, object] = {"name": args.name, "sha256": digest, "role": args.role}
+    if args.all:
+        entry["scope"] = "all"
+    else:  # scopes fail closed: a key with neither list sees no run
+        entry |= {"resourceIds": ids(args.resource_ids), "agentIds": ids(args.agent_ids)}
     print(f"key (shown once; send it as X-API-Key): {key}")
     print(f"entry for API_KEYS_FILE: {json.dumps(entry)}")
     return 0

@@ -85,6 +85,11 @@ class Settings(BaseSettings):
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("mongodb_uri", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("allowed_hosts")
     @classmethod
     def _host_patterns(cls, value: str) -> str:

@@ -51,9 +51,11 @@ class Settlement:
             return claimed.finished(RunStatus.COMPLETED, Outcome(), now)
         entry = extract_or_log(doc)
         if entry is not None:
-            if entry.suspended_at == claimed.suspended_at:
+            # Mastra rewrites the snapshot as it starts on a decision, still suspended on
+            # the same call: only a suspension on other calls is a next resting state.
+            if _call_ids(entry) == _call_ids(claimed):
                 return None
-            return replace(entry, version=claimed.version, claim=None)  # its next call
+            return replace(entry, version=claimed.version, claim=None)
         status, error = _status(doc.get("snapshot"))
         if status == "failed":
             return claimed.finished(RunStatus.FAILED, Outcome(error=error), now)
@@ -90,6 +92,10 @@ def extract_or_log(doc: Document) -> RunEntry | None:
             extra={"snapshotId": str(doc.get("_id")), "reason": str(exc)[:200]},
         )
         return None
+
+
+def _call_ids(entry: RunEntry) -> set[str | None]:
+    return {call.tool_call_id for call in entry.tool_calls}
 
 
 def _status(snapshot: Any) -> tuple[str | None, str | None]:

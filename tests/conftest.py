@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from suspended_runs.server import EmbeddedMongoDB, Settings
 from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document
 from tests.helpers import Gql, Server, make_gql, running_app
+from tests.mastra_peer import PEER_DB, MastraPeer, node_binary
 
 
 @pytest.fixture(scope="session")
@@ -37,11 +39,9 @@ async def db(mongo_uri: str) -> AsyncIterator[AsyncDatabase[Document]]:
 
 @pytest.fixture
 def settings(mongo_uri: str, db: AsyncDatabase[Document]) -> Settings:
-    # The test client's requests say `Host: test` (base_url http://test), which the
-    # default allow-list of a loopback HOST refuses.
-    return Settings(
-        mongodb_uri=mongo_uri, mongodb_db=db.name, sync_poll_interval=0.2, allowed_hosts="test"
-    )
+    # The test client says `Host: localhost`, which the default allow-list of a loopback
+    # HOST serves: the tests run with the defaults a user gets.
+    return Settings(mongodb_uri=mongo_uri, mongodb_db=db.name, sync_poll_interval=0.2)
 
 
 @pytest.fixture
@@ -79,3 +79,26 @@ def server(tmp_path: Path) -> Iterator[Server]:
     yield server
     if server.process is not None:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def peer_node() -> Path:
+    """The Node.js of the Mastra peer (scripts/install-mastra-peer installs both)."""
+    node = node_binary()
+    if node is None:
+        if os.environ.get("SKIP_MASTRA_PEER"):
+            pytest.skip("SKIP_MASTRA_PEER is set")
+        pytest.fail("the Mastra peer is not installed: run scripts/install-mastra-peer")
+    return node
+
+
+@pytest.fixture(scope="session")
+def peer(
+    peer_node: Path, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[MastraPeer]:
+    """A real Mastra server for the session, writing to PEER_DB on the session's MongoDB."""
+    log = tmp_path_factory.mktemp("peer") / "peer.log"
+    peer = MastraPeer(peer_node, mongo_uri, PEER_DB, log)
+    peer.start()
+    yield peer
+    peer.stop()

@@ -27,7 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "mastra"
 Gql = Callable[..., Awaitable[dict[str, Any]]]
 
 RUN_FIELDS = """
-  runId agentId runtime status output error
+  runId agentId runtime status output error outcomeUnknown
   toolCalls { toolCallId toolName args requiresApproval suspendPayload
               decision { action decidedBy reason resumeData } }
 """
@@ -39,8 +39,13 @@ RESULT = f"""
   ... on WrongSuspensionKind {{ requiresApproval }}
   ... on AlreadyDecided {{ decision {{ action }} }}
   ... on ExecutorUnavailable {{ agentId }}
+  ... on OutcomeUnknown {{ message run {{ {RUN_FIELDS} }} }}
 """
-"""What the tests select of a mutation's result union."""
+"""What the tests select of a decision's result union."""
+_OPERATOR_PROBLEMS = "__typename ... on Problem { message } ... on WrongRunStatus { status }"
+RELEASE_RESULT = f"{_OPERATOR_PROBLEMS} ... on RunReleased {{ run {{ {RUN_FIELDS} }} }}"
+CANCEL_RESULT = f"""{_OPERATOR_PROBLEMS} ... on RunCancelled {{ run {{ {RUN_FIELDS} }} }}
+  ... on OutcomeUnknown {{ message run {{ {RUN_FIELDS} }} }}"""
 
 
 def _mutation(field: str, input_type: str, selection: str = RESULT) -> str:
@@ -53,6 +58,8 @@ START = _mutation(
     f"__typename ... on RunStarted {{ run {{ {RUN_FIELDS} }} }} ... on Problem {{ message }}",
 )
 APPROVE = _mutation("approveToolCall", "ApproveToolCallInput")
+RELEASE = _mutation("releaseRun", "ReleaseRunInput", RELEASE_RESULT)
+CANCEL = _mutation("cancelRun", "CancelRunInput", CANCEL_RESULT)
 DECLINE = _mutation("declineToolCall", "DeclineToolCallInput")
 RESUME = _mutation("resumeRun", "ResumeRunInput")
 
@@ -116,6 +123,10 @@ async def run_of(gql: Gql, run_id: str) -> Any:
 async def status_of(gql: Gql, run_id: str) -> str | None:
     run = await run_of(gql, run_id)
     return run["status"] if run else None
+
+
+async def has_status(gql: Gql, run_id: str, status: str = "SUSPENDED") -> bool:
+    return await status_of(gql, run_id) == status
 
 
 async def listed(gql: Gql, run_id: str) -> bool:
@@ -189,7 +200,7 @@ async def running_app(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """The app, lifespan and all, in this process; an HTTP client to it once it is ready."""
     async with LifespanManager(create_app(settings)) as manager:
         transport = httpx.ASGITransport(app=manager.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             await wait_ready(client)
             yield client
 

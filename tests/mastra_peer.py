@@ -12,10 +12,13 @@ from typing import Any
 
 import httpx
 
+from suspended_runs.server import Settings
 from suspended_runs.server.embedded_mongodb import free_port
 from tests.helpers import wait_until_serving
 
 PEER_DIR = Path(__file__).parent / "mastra_peer"
+PEER_DB = "mastra_interop"
+"""The database the session's peer writes its snapshots to."""
 _ARCH = {"x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}
 
 
@@ -66,6 +69,13 @@ class MastraPeer:
             self.process.wait(15)
             self.process = None
 
+    def kill(self) -> None:
+        """SIGKILL: the peer dies mid-work, as a crashed server does."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(15)
+            self.process = None
+
     def executions(self, marker: str) -> list[tuple[str, Any]]:
         """The tools the peer executed whose input mentions `marker`."""
         found = []
@@ -108,3 +118,19 @@ class MastraPeer:
             response = await client.post(f"{self.url}/api/agents/{agent}/{route}", json=body)
         response.raise_for_status()
         return response.text
+
+
+def delete(path: str) -> dict[str, Any]:
+    """A call of the peer's `deleteFile`, which needs approval."""
+    return {"toolName": "deleteFile", "input": {"path": path}}
+
+
+def slow_delete(path: str, seconds: float) -> dict[str, Any]:
+    """A call of the peer's `slowDelete`: it needs approval and takes `seconds` to run."""
+    return {"toolName": "slowDelete", "input": {"path": path, "seconds": seconds}}
+
+
+def settings_for(mongo_uri: str, peer: MastraPeer, **changes: Any) -> Settings:
+    """Settings of an app that lists the peer's runs and sends decisions to it."""
+    values: dict[str, Any] = {"mastra_timeout_seconds": 30, **changes}
+    return Settings(mongodb_uri=mongo_uri, mongodb_db=PEER_DB, mastra_url=peer.url, **values)

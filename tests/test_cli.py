@@ -243,3 +243,19 @@ def test_scripts_serve_starts_again_on_its_data_after_a_sigterm(tmp_path: Path) 
             if process.poll() is None:
                 process.send_signal(signal.SIGINT)
                 process.wait(30)
+
+
+def test_new_api_key_makes_an_entry_that_the_server_reads(tmp_path: Path) -> None:
+    from suspended_runs.server.auth import load_api_keys
+
+    entries: list[dict[str, Any]] = []
+    for flags in (["--all"], ["--resource-ids", "t-1,t-2"], []):
+        result = run_cli("new-api-key", "--name", f"k{len(entries)}", "--role", "viewer", *flags)
+        assert result.returncode == 0, result.stderr
+        entries.append(json.loads(result.stdout.split("entry for API_KEYS_FILE: ", 1)[1]))
+    assert entries[0]["scope"] == "all" and "resourceIds" not in entries[0]
+    assert entries[1]["resourceIds"] == ["t-1", "t-2"]
+    (tmp_path / "keys.json").write_text(json.dumps(entries))
+    scopes = [key.scope for key in load_api_keys(tmp_path / "keys.json")]
+    assert scopes[0].unrestricted and not scopes[1].unrestricted
+    assert not scopes[2].allows_agent("any")  # neither --all nor ids: sees nothing

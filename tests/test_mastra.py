@@ -8,15 +8,11 @@ Run this suite alone with `scripts/test tests/test_mastra.py`.
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from suspended_runs.server import Settings
 from tests.helpers import (
     APPROVE,
     DECLINE,
@@ -25,56 +21,20 @@ from tests.helpers import (
     act,
     as_mastra,
     eventually,
+    has_status,
     make_gql,
     run_of,
 )
-from tests.mastra_peer import MastraPeer, node_binary
+from tests.mastra_peer import PEER_DB, MastraPeer, delete, settings_for
 
-PEER_DB = "mastra_interop"
 LIST = """query($agent: ID) { suspendedRuns(filter: {agentId: $agent}, perPage: 500) {
   total runs { runId status threadId resourceId suspendedAt runtime
   toolCalls { toolCallId toolName args requiresApproval suspendPayload } } } }"""
 
 
-def delete(path: str) -> dict[str, Any]:
-    return {"toolName": "deleteFile", "input": {"path": path}}
-
-
-@pytest.fixture(scope="session")
-def peer_node() -> Path:
-    node = node_binary()
-    if node is None:
-        if os.environ.get("SKIP_MASTRA_PEER"):
-            pytest.skip("SKIP_MASTRA_PEER is set")
-        pytest.fail("the Mastra peer is not installed: run scripts/install-mastra-peer")
-    return node
-
-
-@pytest.fixture(scope="session")
-def peer(
-    peer_node: Path, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[MastraPeer]:
-    log = tmp_path_factory.mktemp("peer") / "peer.log"
-    peer = MastraPeer(peer_node, mongo_uri, PEER_DB, log)
-    peer.start()
-    yield peer
-    peer.stop()
-
-
-def settings_for(mongo_uri: str, peer: MastraPeer) -> Settings:
-    return Settings(
-        mongodb_uri=mongo_uri, mongodb_db=PEER_DB, mastra_url=peer.url, mastra_timeout_seconds=30
-    )
-
-
 @pytest.fixture
 async def gql(mongo_uri: str, peer: MastraPeer, start_app) -> Gql:
     return make_gql(await start_app(settings_for(mongo_uri, peer)))
-
-
-async def shows(gql: Gql, run_id: str, status: str = "SUSPENDED") -> bool:
-    run = await run_of(gql, run_id)
-    return run is not None and bool(run["status"] == status)
 
 
 async def test_the_listing_equals_the_peers_own(gql, peer: MastraPeer) -> None:
@@ -88,7 +48,7 @@ async def test_the_listing_equals_the_peers_own(gql, peer: MastraPeer) -> None:
     ]
 
     async def all_shown() -> bool:
-        return all([await shows(gql, run_id) for run_id in created])
+        return all([await has_status(gql, run_id) for run_id in created])
 
     await eventually(all_shown, within=2)
     for agent in ("approver", "asker"):
@@ -102,7 +62,7 @@ async def test_the_listing_equals_the_peers_own(gql, peer: MastraPeer) -> None:
 async def test_approve_runs_the_tool_once_and_completes(gql, peer: MastraPeer) -> None:
     path = f"/tmp/{uuid.uuid4().hex}"
     run_id = await peer.start_run("approver", [delete(path)])
-    await eventually(lambda: shows(gql, run_id), within=2)
+    await eventually(lambda: has_status(gql, run_id), within=2)
     result = await act(gql, APPROVE, runId=run_id)
     assert result["__typename"] == "RunDecided", result
     assert (result["run"]["status"], result["run"]["output"]) == ("COMPLETED", "done")
@@ -114,7 +74,7 @@ async def test_approve_runs_the_tool_once_and_completes(gql, peer: MastraPeer) -
 async def test_decline_never_runs_the_tool(gql, peer: MastraPeer) -> None:
     path = f"/tmp/{uuid.uuid4().hex}"
     run_id = await peer.start_run("approver", [delete(path)])
-    await eventually(lambda: shows(gql, run_id), within=2)
+    await eventually(lambda: has_status(gql, run_id), within=2)
     result = await act(gql, DECLINE, runId=run_id, reason="keep it")
     assert result["run"]["status"] == "COMPLETED"
     assert peer.executions(path) == []
@@ -123,7 +83,7 @@ async def test_decline_never_runs_the_tool(gql, peer: MastraPeer) -> None:
 async def test_resume_gives_the_suspended_tool_its_data(gql, peer: MastraPeer) -> None:
     city = f"City-{uuid.uuid4().hex[:6]}"
     run_id = await peer.start_run("asker", [{"toolName": "askCity", "input": {"question": "?"}}])
-    await eventually(lambda: shows(gql, run_id), within=2)
+    await eventually(lambda: has_status(gql, run_id), within=2)
     result = await act(gql, RESUME, runId=run_id, resumeData={"name": city})
     assert result["run"]["status"] == "COMPLETED"
     assert peer.executions(city) == [("askCity", {"name": city})]
@@ -132,7 +92,7 @@ async def test_resume_gives_the_suspended_tool_its_data(gql, peer: MastraPeer) -
 async def test_parallel_approvals_are_worked_through_one_by_one(gql, peer: MastraPeer) -> None:
     tag = uuid.uuid4().hex
     run_id = await peer.start_run("approver", [delete(f"/tmp/{tag}/1"), delete(f"/tmp/{tag}/2")])
-    await eventually(lambda: shows(gql, run_id), within=2)
+    await eventually(lambda: has_status(gql, run_id), within=2)
     first = (await run_of(gql, run_id))["toolCalls"]
     assert [c["args"] for c in first] == [{"path": f"/tmp/{tag}/1"}]
     result = await act(gql, APPROVE, runId=run_id)
@@ -147,7 +107,7 @@ async def test_parallel_approvals_are_worked_through_one_by_one(gql, peer: Mastr
 async def test_twenty_concurrent_approvals_run_the_tool_once(gql, peer: MastraPeer) -> None:
     path = f"/tmp/{uuid.uuid4().hex}"
     run_id = await peer.start_run("approver", [delete(path)])
-    await eventually(lambda: shows(gql, run_id), within=2)
+    await eventually(lambda: has_status(gql, run_id), within=2)
     results = await asyncio.gather(*(act(gql, APPROVE, runId=run_id) for _ in range(20)))
     kinds = [r["__typename"] for r in results]
     assert kinds.count("RunDecided") == 1, kinds
@@ -158,7 +118,7 @@ async def test_twenty_concurrent_approvals_run_the_tool_once(gql, peer: MastraPe
 async def test_decisions_made_on_the_peer_show_within_2s(gql, peer: MastraPeer) -> None:
     tag = uuid.uuid4().hex
     run_id = await peer.start_run("approver", [delete(f"/tmp/{tag}/1"), delete(f"/tmp/{tag}/2")])
-    await eventually(lambda: shows(gql, run_id), within=2)
+    await eventually(lambda: has_status(gql, run_id), within=2)
     [call] = (await run_of(gql, run_id))["toolCalls"]
     await peer.decide(
         "approver", "approve-tool-call", {"runId": run_id, "toolCallId": call["toolCallId"]}
@@ -174,7 +134,7 @@ async def test_decisions_made_on_the_peer_show_within_2s(gql, peer: MastraPeer) 
         "approver", "approve-tool-call", {"runId": run_id, "toolCallId": call["toolCallId"]}
     )
     # It left the suspended state without a decision made here: ENDED.
-    await eventually(lambda: shows(gql, run_id, "ENDED"), within=2)
+    await eventually(lambda: has_status(gql, run_id, "ENDED"), within=2)
 
 
 async def test_a_stopped_peer_is_executor_unavailable_and_a_retry_succeeds(
@@ -186,7 +146,7 @@ async def test_a_stopped_peer_is_executor_unavailable_and_a_retry_succeeds(
         gql = make_gql(await start_app(settings_for(mongo_uri, own)))
         path = f"/tmp/{uuid.uuid4().hex}"
         run_id = await own.start_run("approver", [delete(path)])
-        await eventually(lambda: shows(gql, run_id), within=2)
+        await eventually(lambda: has_status(gql, run_id), within=2)
         own.stop()
         refused = await act(gql, APPROVE, runId=run_id)
         assert refused["__typename"] == "ExecutorUnavailable"

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
 
+import httpx
 import pytest
 
-from suspended_runs.server import Settings
+from suspended_runs.server import EmbeddedMongoDB, Settings
+from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import SYNC_STATE_COLLECTION
 from tests.helpers import (
+    Server,
     eventually,
     listed,
     load_snapshots,
@@ -17,6 +23,7 @@ from tests.helpers import (
     status_of,
     suspended_doc,
 )
+from tests.slow_agents import executions
 
 
 @pytest.mark.parametrize("mode", ["change_stream", "poll"])
@@ -142,3 +149,70 @@ async def test_a_stale_resume_token_means_one_reconcile_not_two(
     assert calls == 1
     await snapshots.insert_one(suspended_doc("after-stale-token"))
     await eventually(lambda: listed(gql, "after-stale-token"), within=2)
+
+
+def test_a_database_outage_loses_no_decision_and_readyz_recovers(
+    server: Server, tmp_path: Path
+) -> None:
+    """The embedded MongoDB stopped and started again, on the same data and port, while
+    runs are being decided: what was applied stays; what was asked meanwhile is refused
+    (not lost silently) and succeeds once the database is back; /readyz follows."""
+    data, port = tmp_path / "mongodb", free_port()
+    log = tmp_path / "executions.jsonl"
+    database = EmbeddedMongoDB(data, port=port)
+    database.start()
+    server.env.update(
+        {
+            "MONGODB_URI": database.uri,
+            "AGENTS": "tests.slow_agents:agents",
+            "SLOW_AGENT_LOG": str(log),
+        }
+    )
+    try:
+        server.start()
+        before, during = (_start_slow(server, f"sleep 0 /tmp/{name}") for name in ("b", "d"))
+        assert _approve(server, before) == "COMPLETED"
+        database.stop()
+        _wait_for(lambda: httpx.get(f"{server.url}/readyz").status_code == 503)
+        refused = httpx.post(
+            f"{server.url}/graphql",
+            json={"query": APPROVE_BY_ID, "variables": {"r": during}},
+            timeout=30,
+        )
+        assert refused.status_code in (200, 503) and "RunDecided" not in refused.text
+        database = EmbeddedMongoDB(data, port=port)
+        database.start()
+        _wait_for(lambda: httpx.get(f"{server.url}/readyz").status_code == 200, within=30)
+        assert server.query(STATUS_OF, {"r": before})["data"]["agentRun"]["status"] == "COMPLETED"
+        assert _approve(server, during) == "COMPLETED"
+        assert [executions(log, f"/tmp/{name}") for name in ("b", "d")] == [1, 1]
+    finally:
+        if server.process is not None:
+            server.stop()
+        database.stop()
+
+
+START_SLOW = """mutation($p: String!) { startRun(input: {agentId: "slow", prompt: $p}) {
+  ... on RunStarted { run { runId } } } }"""
+APPROVE_BY_ID = """mutation($r: ID!) { approveToolCall(input: {runId: $r}) {
+  __typename ... on RunDecided { run { status } } } }"""
+STATUS_OF = "query($r: ID!) { agentRun(runId: $r) { status } }"
+
+
+def _start_slow(server: Server, prompt: str) -> str:
+    run_id: str = server.query(START_SLOW, {"p": prompt})["data"]["startRun"]["run"]["runId"]
+    return run_id
+
+
+def _approve(server: Server, run_id: str) -> str:
+    result = server.query(APPROVE_BY_ID, {"r": run_id})["data"]["approveToolCall"]
+    assert result["__typename"] == "RunDecided", result
+    status: str = result["run"]["status"]
+    return status
+
+
+def _wait_for(check: Callable[[], bool], within: float = 20) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
