@@ -40,6 +40,7 @@ from suspended_runs.resolvers.runs import (
     RunsPage,
     agent_run,
     paging_from_arguments,
+    runs,
     suspended_runs,
 )
 
@@ -88,6 +89,7 @@ __all__ = [
     "reconcile",
     "record_cursor",
     "release_run",
+    "runs",
     "start_run",
     "suspended_runs",
 ]

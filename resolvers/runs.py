@@ -1,4 +1,4 @@
-"""Run queries: `suspendedRuns` (offset or keyset paging) and `agentRun`.
+"""Run queries: `suspendedRuns` and `runs` (offset or keyset paging), and `agentRun`.
 
 Arguments are checked here, where the client's words are still known; storage only
 ever sees a valid filter, a bounded limit and a decoded cursor.
@@ -7,12 +7,19 @@ ever sees a valid filter, a bounded limit and a decoded cursor.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from suspended_runs.resolvers.access import Role, require
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.errors import BadUserInput
-from suspended_runs.storage import Cursor, InvalidCursor, RunEntry, RunFilter, RunIndex
+from suspended_runs.storage import (
+    Cursor,
+    InvalidCursor,
+    RunEntry,
+    RunFilter,
+    RunIndex,
+    RunStatus,
+)
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -78,6 +85,8 @@ def _bounded(size: int | None, argument: str) -> int:
 
 
 def check_filter(run_filter: RunFilter) -> RunFilter:
+    if not run_filter.statuses:
+        raise BadUserInput("status must name at least one state", argument="filter.status")
     if run_filter.from_date and run_filter.to_date and run_filter.from_date > run_filter.to_date:
         raise BadUserInput("fromDate must not be after toDate", argument="filter.fromDate")
     return run_filter
@@ -86,14 +95,23 @@ def check_filter(run_filter: RunFilter) -> RunFilter:
 async def suspended_runs(
     context: Context, run_filter: RunFilter, paging: Paging, *, with_total: bool
 ) -> RunsPage:
+    """Runs waiting for decisions: the filter's states are SUSPENDED only."""
+    only_suspended = replace(run_filter, statuses=frozenset({RunStatus.SUSPENDED}))
+    return await runs(context, only_suspended, paging, with_total=with_total)
+
+
+async def runs(
+    context: Context, run_filter: RunFilter, paging: Paging, *, with_total: bool
+) -> RunsPage:
+    """Runs in the filter's states (recently decided, failed, stalled, ...), newest first."""
     require(context.principal, Role.VIEWER)
     check_filter(run_filter)
-    runs = context.storage.runs
+    index = context.storage.runs
     run_filter = context.principal.scope.narrow(run_filter)
     # One more than the page tells whether there is a next page without counting.
-    fetch = runs.page(run_filter, limit=paging.limit + 1, skip=paging.skip, after=paging.after)
+    fetch = index.page(run_filter, limit=paging.limit + 1, skip=paging.skip, after=paging.after)
     if with_total:
-        entries, total = await asyncio.gather(fetch, runs.count(run_filter))
+        entries, total = await asyncio.gather(fetch, index.count(run_filter))
     else:
         entries, total = await fetch, None
     has_more = len(entries) > paging.limit
@@ -103,7 +121,7 @@ async def suspended_runs(
         runs=entries,
         has_more=has_more,
         next_cursor=Cursor(last.created_at, last.run_id).encode() if last else None,
-        runs_index=runs,
+        runs_index=index,
         run_filter=run_filter,
         total=total,
     )

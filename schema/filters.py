@@ -1,7 +1,9 @@
-"""`SuspendedRunsFilter`: the filters of `suspendedRuns`, as `listSuspendedRuns` has them."""
+"""`SuspendedRunsFilter`: the filters of `suspendedRuns`, as `listSuspendedRuns` has them;
+`RunsFilter`: the same, and the states to list, for `runs`."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 import strawberry
@@ -29,3 +31,16 @@ class SuspendedRunsFilter:
             from_date=self.from_date,
             to_date=self.to_date,
         )
+
+
+@strawberry.input(description="Every field is optional; given fields must all match.")
+class RunsFilter(SuspendedRunsFilter):
+    status: list[storage.RunStatus] | None = strawberry.field(
+        default=None, description="The states to list; unset: every state."
+    )
+
+    def to_run_filter(self) -> storage.RunFilter:
+        statuses = (
+            frozenset(self.status) if self.status is not None else frozenset(storage.RunStatus)
+        )
+        return dataclasses.replace(super().to_run_filter(), statuses=statuses)

@@ -1,6 +1,9 @@
-"""`SuspendedRunsPage`: one page of runs, with what a client needs to ask for the next."""
+"""`SuspendedRunsPage` and `RunsPage`: one page of runs, with what a client needs to ask
+for the next."""
 
 from __future__ import annotations
+
+from typing import Self
 
 import strawberry
 
@@ -8,7 +11,7 @@ from suspended_runs import resolvers
 from suspended_runs.schema.agent_run import AgentRun
 
 
-async def _total(root: SuspendedRunsPage) -> int:
+async def _total(root: SuspendedRunsPage | RunsPage) -> int:
     return await root.page.get_total()
 
 
@@ -25,10 +28,15 @@ class SuspendedRunsPage:
     page: strawberry.Private[resolvers.RunsPage]
 
     @classmethod
-    def from_page(cls, page: resolvers.RunsPage) -> SuspendedRunsPage:
+    def from_page(cls, page: resolvers.RunsPage) -> Self:
         return cls(
             runs=[AgentRun.from_entry(entry) for entry in page.runs],
             has_more=page.has_more,
             next_cursor=page.next_cursor,
             page=page,
         )
+
+
+@strawberry.type
+class RunsPage(SuspendedRunsPage):
+    pass

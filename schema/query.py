@@ -11,8 +11,8 @@ from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField
 from suspended_runs import resolvers
 from suspended_runs.schema.agent import Agent, DecisionRecord
 from suspended_runs.schema.agent_run import AgentRun
-from suspended_runs.schema.filters import SuspendedRunsFilter
-from suspended_runs.schema.page import SuspendedRunsPage
+from suspended_runs.schema.filters import RunsFilter, SuspendedRunsFilter
+from suspended_runs.schema.page import RunsPage, SuspendedRunsPage
 
 ContextInfo = Info[resolvers.Context, Any]
 
@@ -39,14 +39,39 @@ class Query:
         paging = resolvers.paging_from_arguments(
             page=page, per_page=per_page, first=first, after=after
         )
-        run_filter = (filter or SuspendedRunsFilter()).to_run_filter()
         result = await resolvers.suspended_runs(
             info.context,
-            run_filter,
+            (filter or SuspendedRunsFilter()).to_run_filter(),
             paging,
             with_total=_selects(info.selected_fields[0].selections, "total"),
         )
         return SuspendedRunsPage.from_page(result)
+
+    @strawberry.field(
+        description=(
+            "Runs in any state (the filter's `status`; unset: all), newest first, paged as "
+            "suspendedRuns: for views of recently decided, failed or stalled runs."
+        )
+    )
+    async def runs(
+        self,
+        info: ContextInfo,
+        filter: RunsFilter | None = None,
+        page: int | None = None,
+        per_page: int | None = None,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> RunsPage:
+        paging = resolvers.paging_from_arguments(
+            page=page, per_page=per_page, first=first, after=after
+        )
+        result = await resolvers.runs(
+            info.context,
+            (filter or RunsFilter()).to_run_filter(),
+            paging,
+            with_total=_selects(info.selected_fields[0].selections, "total"),
+        )
+        return RunsPage.from_page(result)
 
     @strawberry.field(description="One run by id, in any state; null when unknown.")
     async def agent_run(self, info: ContextInfo, run_id: strawberry.ID) -> AgentRun | None:

@@ -34,13 +34,30 @@ class RunFilter:
     resource_id: str | None = None
     from_date: datetime | None = None
     to_date: datetime | None = None
-    status: RunStatus = RunStatus.SUSPENDED
+    statuses: frozenset[RunStatus] = frozenset({RunStatus.SUSPENDED})
+    """The states to list; STALLED is a RUNNING run whose lease ran out, so asking for one
+    of the two without the other narrows by the lease's expiry."""
     resource_ids: frozenset[str] | None = None
     agent_ids: frozenset[str] | None = None
     """A caller's scope: only runs of these resources / agents (None: any)."""
 
-    def to_query(self) -> Document:
-        query: Document = {"status": self.status.value}
+    def to_queries(self, now: datetime) -> list[Document]:
+        """One query per stored state asked for, each an equality on `status` first, so an
+        index serves it; a list is their merge (no $or: the embedded server scans one)."""
+        stored = {RunStatus.RUNNING if s is RunStatus.STALLED else s for s in self.statuses}
+        queries = []
+        for status in sorted(stored):
+            query = self.to_query(status)
+            if status is RunStatus.RUNNING and RunStatus.STALLED not in self.statuses:
+                query["claim.expiresAt"] = {"$gt": now}
+            elif status is RunStatus.RUNNING and RunStatus.RUNNING not in self.statuses:
+                query["claim.expiresAt"] = {"$lte": now}
+            queries.append(query)
+        return queries
+
+    def to_query(self, status: RunStatus = RunStatus.SUSPENDED) -> Document:
+        """The query of the runs in one stored state."""
+        query: Document = {"status": status.value}
         _match(query, "agentId", self.agent_id, self.agent_ids)
         if self.thread_id is not None:
             query["threadId"] = self.thread_id

@@ -6,9 +6,10 @@ can serve a list query on them; this collection can (docs/design.md, "The run in
 
 from __future__ import annotations
 
+import heapq
 import logging
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pymongo import ASCENDING, UpdateMany, UpdateOne
@@ -41,11 +42,33 @@ class RunIndex:
         await self.collection.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
 
     async def page(
-        self, run_filter: RunFilter, *, limit: int, skip: int = 0, after: Cursor | None = None
+        self,
+        run_filter: RunFilter,
+        *,
+        limit: int,
+        skip: int = 0,
+        after: Cursor | None = None,
+        now: datetime | None = None,
     ) -> list[RunEntry]:
-        query = run_filter.to_query()
+        """The runs `run_filter` selects, in `(createdAt desc, runId)` order: `limit` of them
+        after `skip` others, or after the cursor `after`."""
+        queries = run_filter.to_queries(now or datetime.now(UTC))
+        pages = [
+            await self._page_of(query, run_filter, limit=limit + skip, after=after)
+            for query in queries
+        ]
+        if len(pages) == 1:
+            return pages[0][skip:]
+        merged = heapq.merge(*pages, key=lambda e: (-e.created_at.timestamp(), e.run_id))
+        return list(merged)[skip : skip + limit]
+
+    async def _page_of(
+        self, query: Document, run_filter: RunFilter, *, limit: int, after: Cursor | None
+    ) -> list[RunEntry]:
         if after is not None:
             query, skip = await self._after(query, run_filter, after)
+        else:
+            skip = 0
         cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, skip=skip, limit=limit)
         return [entry async for doc in cursor if (entry := _read_entry(doc)) is not None]
 
@@ -69,8 +92,9 @@ class RunIndex:
             ties = await self.collection.count_documents(seen)
         return {**query, "createdAt": created}, ties
 
-    async def count(self, run_filter: RunFilter) -> int:
-        return await self.collection.count_documents(run_filter.to_query())
+    async def count(self, run_filter: RunFilter, now: datetime | None = None) -> int:
+        queries = run_filter.to_queries(now or datetime.now(UTC))
+        return sum([await self.collection.count_documents(query) for query in queries])
 
     async def get(self, run_id: str) -> RunEntry | None:
         """The whole entry (its snapshotId too): what `get` reads may be written back."""
