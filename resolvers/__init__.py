@@ -8,17 +8,21 @@ from suspended_runs.resolvers.audit import (
     decision_log,
     record_cursor,
 )
+from suspended_runs.resolvers.bulk import decide_many
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
 from suspended_runs.resolvers.errors import PUBLIC_CODES, BadUserInput
+from suspended_runs.resolvers.expiry import expire_forever
 from suspended_runs.resolvers.operators import cancel_run, release_run
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
+    ArgsNotEditable,
     CancelOutcome,
     DecisionInProgress,
     DecisionOutcome,
     ExecutorUnavailable,
     Forbidden,
+    InvalidArgs,
     InvalidResumeData,
     OutcomeUnknown,
     ReleaseOutcome,
@@ -33,6 +37,7 @@ from suspended_runs.resolvers.outcomes import (
     WrongRunStatus,
     WrongSuspensionKind,
 )
+from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.resolvers.runs import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -53,15 +58,18 @@ __all__ = [
     "PUBLIC_CODES",
     "AgentSummary",
     "AlreadyDecided",
+    "ArgsNotEditable",
     "BadUserInput",
     "CancelOutcome",
     "Context",
     "DecisionInProgress",
     "DecisionOutcome",
+    "DecisionPolicy",
     "DecisionRequest",
     "ExecutorUnavailable",
     "Forbidden",
     "ForbiddenQuery",
+    "InvalidArgs",
     "InvalidResumeData",
     "OutcomeUnknown",
     "Paging",
@@ -84,7 +92,9 @@ __all__ = [
     "agents",
     "cancel_run",
     "decide",
+    "decide_many",
     "decision_log",
+    "expire_forever",
     "paging_from_arguments",
     "reconcile",
     "record_cursor",

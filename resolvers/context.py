@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from suspended_runs.resolvers.access import Principal
+from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
 from suspended_runs.storage import Storage
 
@@ -16,3 +17,4 @@ class Context:
     principal: Principal
     actor: str
     """Who is asking, as the audit log records it: the authenticated subject, else a header."""
+    policy: DecisionPolicy = field(default_factory=DecisionPolicy)

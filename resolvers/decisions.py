@@ -21,9 +21,11 @@ from suspended_runs.resolvers.errors import BadUserInput
 from suspended_runs.resolvers.idempotency import answered_once
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
+    ArgsNotEditable,
     DecisionOutcome,
     ExecutorUnavailable,
     Forbidden,
+    InvalidArgs,
     InvalidResumeData,
     OutcomeUnknown,
     RunDecided,
@@ -36,6 +38,7 @@ from suspended_runs.resolvers.outcomes import (
 from suspended_runs.runtime import AgentRuntime, Continuation
 from suspended_runs.storage import (
     Action,
+    ArgsRejected,
     AuditRecord,
     Decision,
     DecisionContention,
@@ -62,10 +65,18 @@ class DecisionRequest:
     resume_data: Any = None
     idempotency_key: str | None = None
     wait: bool = True
+    edited_args: Any = None
 
     def fingerprint(self) -> str:
         """What makes two requests the same request (the key and `wait` aside)."""
-        body = [self.action.value, self.run_id, self.tool_call_id, self.reason, self.resume_data]
+        body = [
+            self.action.value,
+            self.run_id,
+            self.tool_call_id,
+            self.reason,
+            self.resume_data,
+            self.edited_args,
+        ]
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -114,7 +125,14 @@ async def _apply(
     """Record the decision on the entry as it was seen, and carry it on; None when another
     decision on the run was recorded first."""
     call_id = call.tool_call_id or ""
-    decision = Decision(request.action, context.actor, now, request.reason, request.resume_data)
+    decision = Decision(
+        request.action,
+        context.actor,
+        now,
+        request.reason,
+        request.resume_data,
+        request.edited_args,
+    )
     decided = entry.with_decision(call_id, decision)
     last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
     claim = context.runtimes.claims.new_claim(now) if last else None
@@ -172,6 +190,7 @@ async def _audit(
             reason=request.reason,
             resume_data=request.resume_data,
             idempotency_key=request.idempotency_key,
+            edited_args=request.edited_args,
         )
     )
 
@@ -221,6 +240,22 @@ def _refusal(
             runtime.check_resume_data(entry, call, request.resume_data)
         except ResumeDataRejected as exc:
             return InvalidResumeData(entry.run_id, call_id, str(exc))
+    if request.edited_args is not None:
+        return _args_refusal(entry, runtime, call, request.edited_args)
+    return None
+
+
+def _args_refusal(
+    entry: RunEntry, runtime: AgentRuntime, call: ToolCall, args: Any
+) -> DecisionOutcome | None:
+    call_id = call.tool_call_id or ""
+    if not runtime.capabilities.edits_args:
+        message = f"{entry.runtime.value} runs take no edited arguments: approve or decline"
+        return ArgsNotEditable(entry.run_id, call_id, message)
+    try:
+        runtime.check_edited_args(entry, call, args)
+    except ArgsRejected as exc:
+        return InvalidArgs(entry.run_id, call_id, str(exc))
     return None
 
 

@@ -26,7 +26,6 @@ from suspended_runs.resolvers.outcomes import (
     kind,
 )
 from suspended_runs.storage import (
-    Action,
     AuditRecord,
     NotApplied,
     OutcomeUncertain,
@@ -53,7 +52,7 @@ async def release_run(context: Context, run_id: str, reason: str | None) -> Rele
     if not await context.storage.runs.settle_seen(entry, after):
         return WrongRunStatus(run_id, status, f"run {run_id} changed meanwhile: look again")
     outcome = RunReleased(replace(after, version=entry.version + 1))
-    await _audit(context, Action.RELEASE, run_id, reason, kind(outcome))
+    await _audit(context, "release", run_id, reason, kind(outcome))
     return outcome
 
 
@@ -76,7 +75,7 @@ async def cancel_run(context: Context, run_id: str, reason: str | None) -> Cance
         return WrongRunStatus(run_id, status, f"run {run_id} changed meanwhile: look again")
     claimed = replace(entry, status=RunStatus.RUNNING, claim=claim, version=entry.version + 1)
     outcome = await _cancel(context, entry, claimed, reason or "cancelled by an operator")
-    await _audit(context, Action.CANCEL, run_id, reason, kind(outcome))
+    await _audit(context, "cancel", run_id, reason, kind(outcome))
     return outcome
 
 
@@ -105,13 +104,13 @@ async def _visible(context: Context, run_id: str) -> RunEntry | None:
 
 
 async def _audit(
-    context: Context, action: Action, run_id: str, reason: str | None, outcome: str
+    context: Context, action: str, run_id: str, reason: str | None, outcome: str
 ) -> None:
     await context.storage.decisions.record(
         AuditRecord(
             run_id=run_id,
             tool_call_id=None,
-            action=action.value,
+            action=action,
             by=context.actor,
             at=context.runtimes.claims.clock(),
             outcome=outcome,

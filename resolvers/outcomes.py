@@ -15,6 +15,8 @@
         ├── WrongSuspensionKind   approve/decline on a suspend() call, or resume on an approval
         ├── AlreadyDecided
         ├── InvalidResumeData
+        ├── InvalidArgs           edited arguments the tool's parameters refuse
+        ├── ArgsNotEditable       edited arguments for a runtime whose approval takes none
         ├── ExecutorUnavailable   no runtime here can continue the run, or it certainly
         │                         did not receive the decision (the run was put back)
         ├── DecisionInProgress    a twin request under the same idempotency key still works
@@ -86,6 +88,20 @@ class InvalidResumeData:
 
 
 @dataclass(frozen=True, slots=True)
+class InvalidArgs:
+    run_id: str
+    tool_call_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class ArgsNotEditable:
+    run_id: str
+    tool_call_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class ExecutorUnavailable:
     run_id: str | None
     agent_id: str
@@ -135,6 +151,8 @@ DecisionOutcome = (
     | WrongSuspensionKind
     | AlreadyDecided
     | InvalidResumeData
+    | InvalidArgs
+    | ArgsNotEditable
     | ExecutorUnavailable
     | OutcomeUnknown
     | DecisionInProgress
@@ -156,7 +174,14 @@ _KINDS: dict[str, type[Any]] = {
     for cls in get_args(union)
 }
 
-APPLIED_NOTHING = (InvalidResumeData, ExecutorUnavailable, Forbidden, DecisionInProgress)
+APPLIED_NOTHING = (
+    InvalidResumeData,
+    InvalidArgs,
+    ArgsNotEditable,
+    ExecutorUnavailable,
+    Forbidden,
+    DecisionInProgress,
+)
 """Answers after which a retry under the same idempotency key may still succeed: they are
 not stored (ExecutorUnavailable means the decision certainly never reached the runtime)."""
 

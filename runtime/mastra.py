@@ -23,6 +23,7 @@ from suspended_runs.runtime.claims import ClaimKeeper
 from suspended_runs.runtime.protocol import Capabilities, Continuation
 from suspended_runs.storage import (
     Action,
+    ArgsRejected,
     NotApplied,
     Outcome,
     OutcomeUncertain,
@@ -190,6 +191,7 @@ class MastraRuntime:
         starts_runs=False,  # Mastra starts its own runs
         validates_resume_data=False,  # Mastra checks resume data against its own schemas
         continues_each_decision=True,  # Mastra asks parallel approvals one at a time
+        edits_args=False,  # Mastra's approval takes no arguments
     )
 
     def __init__(self, client: MastraClient, storage: Storage, claims: ClaimKeeper) -> None:
@@ -210,6 +212,9 @@ class MastraRuntime:
 
     def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
         return None
+
+    def check_edited_args(self, entry: RunEntry, call: ToolCall, args: Any) -> None:
+        raise ArgsRejected("a Mastra approval takes no arguments")
 
     async def record_decision(self, decided: RunEntry) -> None:
         return None  # Mastra's snapshot learns of the decision from Mastra itself
@@ -253,7 +258,7 @@ class MastraRuntime:
     async def release(self, entry: RunEntry) -> RunEntry:
         current = await self.storage.sync.current_entry(entry.run_id)
         if current is not None:  # suspended: its calls as Mastra holds them now, undecided
-            return replace(current, version=entry.version, claim=None)
+            return replace(current, version=entry.version, claim=None).decided_as(entry)
         moved = await self.settle(entry)
         return moved or entry.finished(RunStatus.ENDED, None, self.claims.clock())
 

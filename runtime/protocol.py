@@ -24,6 +24,8 @@ class Capabilities:
     continues_each_decision: bool
     """Each decision is sent on at once (Mastra asks parallel approvals one at a time);
     otherwise a run is continued when its last pending call is decided."""
+    edits_args: bool
+    """An approval may carry edited arguments (Mastra's approval takes none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,9 @@ class AgentRuntime(Protocol):
 
     def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
         """Raise ResumeDataRejected for data the suspended call cannot take."""
+
+    def check_edited_args(self, entry: RunEntry, call: ToolCall, args: Any) -> None:
+        """Raise ArgsRejected for arguments the tool does not accept (`edits_args` only)."""
 
     async def record_decision(self, decided: RunEntry) -> None:
         """Keep a just-recorded decision where this runtime's snapshot needs it."""

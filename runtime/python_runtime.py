@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
-from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied
+from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
 from pydantic_ai.run import AgentRunResult
 
@@ -27,6 +27,7 @@ from suspended_runs.runtime.protocol import Capabilities, Continuation
 from suspended_runs.storage import (
     PYTHON_RUN_WORKFLOW,
     Action,
+    ArgsRejected,
     Outcome,
     ResumeDataRejected,
     RunEntry,
@@ -43,7 +44,7 @@ log = logging.getLogger(__name__)
 class PythonRuntime:
     kind = Runtime.PYTHON
     capabilities = Capabilities(
-        starts_runs=True, validates_resume_data=True, continues_each_decision=False
+        starts_runs=True, validates_resume_data=True, continues_each_decision=False, edits_args=True
     )
 
     def __init__(self, agents: AgentMap, storage: Storage, claims: ClaimKeeper) -> None:
@@ -92,6 +93,17 @@ class PythonRuntime:
     def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
         self._resume_value(entry, call, data)
 
+    def check_edited_args(self, entry: RunEntry, call: ToolCall, args: Any) -> None:
+        tool = self._tool(entry.agent_id, call.tool_name or "")
+        if tool is None or not isinstance(args, dict):
+            raise ArgsRejected(f"{call.tool_name} takes its arguments as a JSON object")
+        try:
+            tool.function_schema.validator.validate_python(args)
+        except ValidationError as exc:
+            raise ArgsRejected(
+                f"the arguments do not fit {call.tool_name}: {_problems(exc)}"
+            ) from None
+
     async def record_decision(self, decided: RunEntry) -> None:
         await self.storage.python_snapshots.record_decisions(decided)
 
@@ -126,7 +138,7 @@ class PythonRuntime:
         undecided = await self.storage.python_snapshots.undecided(entry.run_id)
         if undecided is None:  # its snapshot is gone: nothing can continue it
             return entry.finished(RunStatus.ENDED, None, self.clock())
-        return replace(undecided, version=entry.version, claim=None)
+        return replace(undecided, version=entry.version, claim=None).decided_as(entry)
 
     async def cancel(self, claimed: RunEntry, reason: str) -> RunEntry:
         # Without its snapshot (the message history) the run cannot be continued by anyone.
@@ -139,11 +151,8 @@ class PythonRuntime:
         try:
             return TypeAdapter(return_type).validate_python(data)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
-            )
             raise ResumeDataRejected(
-                f"resume data does not fit {call.tool_name}'s result: {problems}"
+                f"resume data does not fit {call.tool_name}'s result: {_problems(exc)}"
             ) from None
 
     async def _continue(self, entry: RunEntry) -> RunEntry:
@@ -155,7 +164,9 @@ class PythonRuntime:
             decision, call_id = call.decision, call.tool_call_id or ""
             # A claimed run has a decision for every call (run_index.apply_decision).
             assert decision is not None, f"tool call {call_id} has no decision"
-            if decision.action is Action.APPROVE:
+            if decision.action is Action.APPROVE and decision.edited_args is not None:
+                results.approvals[call_id] = ToolApproved(override_args=decision.edited_args)
+            elif decision.action is Action.APPROVE:
                 results.approvals[call_id] = True
             elif decision.action is Action.DECLINE:
                 results.approvals[call_id] = ToolDenied(decision.reason or "Declined.")
@@ -186,12 +197,15 @@ class PythonRuntime:
         return replace(resting, snapshot_id=snapshot_id)
 
     def _return_type(self, agent_id: str, tool_name: str) -> Any:
+        function = getattr(self._tool(agent_id, tool_name), "function", None)
+        return typing.get_type_hints(function).get("return", Any) if function else Any
+
+    def _tool(self, agent_id: str, tool_name: str) -> Any:
         for toolset in self.agents[agent_id].toolsets:
             tool = getattr(toolset, "tools", {}).get(tool_name)
-            function = getattr(tool, "function", None)
-            if function is not None:
-                return typing.get_type_hints(function).get("return", Any)
-        return Any
+            if tool is not None:
+                return tool
+        return None
 
 
 def _pending_calls(
@@ -227,3 +241,9 @@ def _plain(value: Any) -> Any:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}" for e in exc.errors()
+    )

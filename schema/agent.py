@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from datetime import datetime
 
 import strawberry
@@ -25,15 +26,27 @@ class Agent:
         )
 
 
+@strawberry.enum(description="What an audit record records: a decision, or an operator action.")
+class AuditAction(enum.Enum):
+    APPROVE = "approve"
+    DECLINE = "decline"
+    RESUME = "resume"
+    RELEASE = "release"
+    CANCEL = "cancel"
+
+
 @strawberry.type(description="The audit record of one decision asked of this server.")
 class DecisionRecord:
     run_id: strawberry.ID
     tool_call_id: str | None
-    action: storage.Action
+    action: AuditAction
     decided_by: str
     decided_at: datetime
     reason: str | None
     resume_data: JSON | None
+    edited_args: JSON | None = strawberry.field(
+        description="Arguments approved instead of the model's (its own stay in toolCalls)."
+    )
     idempotency_key: str | None
     outcome: str = strawberry.field(
         description="The answer's type: RunDecided, AlreadyDecided, ...; `Applied` while the "
@@ -46,7 +59,8 @@ class DecisionRecord:
         return cls(
             run_id=strawberry.ID(record.run_id),
             tool_call_id=record.tool_call_id,
-            action=storage.Action(record.action),
+            action=AuditAction(record.action),
+            edited_args=record.edited_args,
             decided_by=record.by,
             decided_at=record.at,
             reason=record.reason,

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
 
-from suspended_runs import storage
+from suspended_runs import resolvers, storage
 
 RunStatus = strawberry.enum(
     storage.RunStatus,
@@ -32,6 +33,9 @@ class ToolCallDecision:
     decided_at: datetime
     reason: str | None
     resume_data: JSON | None
+    edited_args: JSON | None = strawberry.field(
+        description="Arguments approved instead of the model's `args`."
+    )
 
     @classmethod
     def from_decision(cls, decision: storage.Decision) -> ToolCallDecision:
@@ -41,6 +45,7 @@ class ToolCallDecision:
             decided_at=decision.at,
             reason=decision.reason,
             resume_data=decision.resume_data,
+            edited_args=decision.edited_args,
         )
 
 
@@ -57,9 +62,20 @@ class AgentRunToolCall:
     decision: ToolCallDecision | None = strawberry.field(
         description="Null while the call is pending."
     )
+    agent_id: strawberry.Private[str]
+    waiting_since: strawberry.Private[datetime | None]
+
+    @strawberry.field(
+        description="When this pending approval is declined unless decided (the agent's "
+        "DECISION_TIMEOUTS, else DECISION_TIMEOUT_SECONDS); null: never, or not pending."
+    )
+    def expires_at(self, info: strawberry.Info[resolvers.Context, Any]) -> datetime | None:
+        if self.decision is not None or not self.requires_approval:
+            return None
+        return info.context.policy.deadline(self.agent_id, self.waiting_since)
 
     @classmethod
-    def from_entry(cls, call: storage.ToolCall) -> AgentRunToolCall:
+    def from_entry(cls, call: storage.ToolCall, entry: storage.RunEntry) -> AgentRunToolCall:
         return cls(
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
@@ -67,6 +83,10 @@ class AgentRunToolCall:
             requires_approval=call.requires_approval,
             suspend_payload=call.suspend_payload,
             decision=ToolCallDecision.from_decision(call.decision) if call.decision else None,
+            agent_id=entry.agent_id,
+            waiting_since=entry.suspended_at
+            if entry.status is storage.RunStatus.SUSPENDED
+            else None,
         )
 
 
@@ -87,6 +107,8 @@ class AgentRun:
         description="A decision on this run may or may not have been applied (its answer was "
         "lost): no other decision is forwarded until its snapshot shows where it went."
     )
+    decided_at: datetime | None = strawberry.field(description="When its last decision was made.")
+    decided_by: str | None = strawberry.field(description="Who made its last decision.")
 
     @classmethod
     def from_entry(cls, entry: storage.RunEntry) -> AgentRun:
@@ -100,8 +122,10 @@ class AgentRun:
             resource_id=entry.resource_id,
             created_at=entry.created_at,
             suspended_at=entry.suspended_at,
-            tool_calls=[AgentRunToolCall.from_entry(call) for call in entry.tool_calls],
+            tool_calls=[AgentRunToolCall.from_entry(call, entry) for call in entry.tool_calls],
             output=outcome.output if outcome else None,
             error=outcome.error if outcome else None,
             outcome_unknown=entry.outcome_unknown,
+            decided_at=entry.decided_at,
+            decided_by=entry.decided_by,
         )

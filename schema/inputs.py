@@ -5,15 +5,22 @@ from __future__ import annotations
 import strawberry
 from strawberry.scalars import JSON
 
+from suspended_runs import storage
+
 _TOOL_CALL = "The pending call to decide; may be left out when the run has exactly one."
 _KEY = "Repeating a request with the same key returns the first answer again."
 _WAIT = "false: answer at once with the run RUNNING; it goes on in the background."
+_EDITED = (
+    "Run the tool with these arguments instead of the model's, checked against the tool's "
+    "parameters first (Python runs; a Mastra approval takes none)."
+)
 
 
 @strawberry.input
 class ApproveToolCallInput:
     run_id: strawberry.ID
     tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
+    edited_args: JSON | None = strawberry.field(default=None, description=_EDITED)
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
     wait: bool = strawberry.field(default=True, description=_WAIT)
 
@@ -56,3 +63,14 @@ class CancelRunInput:
     reason: str | None = strawberry.field(
         default=None, description="Kept in the audit log; a Mastra run's declines carry it."
     )
+
+
+@strawberry.input(description="One decision of `decideToolCalls`: the fields of its own mutation.")
+class ToolCallDecisionInput:
+    run_id: strawberry.ID
+    action: storage.Action
+    tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
+    reason: str | None = strawberry.field(default=None, description="DECLINE: told to the model.")
+    resume_data: JSON | None = strawberry.field(default=None, description="RESUME: the result.")
+    edited_args: JSON | None = strawberry.field(default=None, description=_EDITED)
+    idempotency_key: str | None = strawberry.field(default=None, description=_KEY)

@@ -15,6 +15,7 @@ from suspended_runs.schema.inputs import (
     ReleaseRunInput,
     ResumeRunInput,
     StartRunInput,
+    ToolCallDecisionInput,
 )
 from suspended_runs.schema.results import (
     CancelRunResult,
@@ -45,7 +46,28 @@ class Mutation:
         info: ContextInfo,
         input: ApproveToolCallInput,
     ) -> ToolCallDecisionResult:
-        return await _decide(info, Action.APPROVE, input)
+        return await _decide(info, Action.APPROVE, input, edited_args=input.edited_args)
+
+    @strawberry.mutation(
+        description="Several decisions, each answered in order exactly as its own mutation "
+        "would answer it, and continued concurrently (at most BULK_DECISIONS_MAX)."
+    )
+    async def decide_tool_calls(
+        self, info: ContextInfo, decisions: list[ToolCallDecisionInput]
+    ) -> list[ToolCallDecisionResult]:
+        requests = [
+            resolvers.DecisionRequest(
+                d.action,
+                d.run_id,
+                d.tool_call_id,
+                reason=d.reason,
+                resume_data=d.resume_data,
+                idempotency_key=d.idempotency_key,
+                edited_args=d.edited_args,
+            )
+            for d in decisions
+        ]
+        return [from_outcome(o) for o in await resolvers.decide_many(info.context, requests)]
 
     @strawberry.mutation(description="Decline a tool call that waits for approval.")
     async def decline_tool_call(

@@ -74,6 +74,20 @@ class InvalidResumeData(Problem):
     tool_call_id: str
 
 
+@strawberry.type(description="The edited arguments do not fit the tool's parameters.")
+class InvalidArgs(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+
+
+@strawberry.type(
+    description="This run's runtime takes no edited arguments (Mastra): approve as is."
+)
+class ArgsNotEditable(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+
+
 @strawberry.type(description="No runtime here can continue this run, or start this agent.")
 class ExecutorUnavailable(Problem):
     run_id: strawberry.ID | None
@@ -137,6 +151,8 @@ _MEMBERS: dict[str, type[Any]] = {
         WrongSuspensionKind,
         AlreadyDecided,
         InvalidResumeData,
+        InvalidArgs,
+        ArgsNotEditable,
         ExecutorUnavailable,
         Forbidden,
         OutcomeUnknown,
@@ -149,13 +165,9 @@ _MEMBERS: dict[str, type[Any]] = {
 """Each GraphQL member, under the name of the resolver outcome it shows."""
 
 
-def _union(name: str, outcomes: Any, *, leave_out: tuple[type[Any], ...] = ()) -> Any:
+def _union(name: str, outcomes: Any) -> Any:
     """The GraphQL union of the members that show a resolver union's outcomes."""
-    members = tuple(
-        _MEMBERS[cls.__name__]
-        for cls in get_args(outcomes)
-        if cls.__name__ not in {left.__name__ for left in leave_out}
-    )
+    members = tuple(_MEMBERS[cls.__name__] for cls in get_args(outcomes))
     return Annotated[Union[members], strawberry.union(name)]  # noqa: UP007
 
 
@@ -166,9 +178,7 @@ if TYPE_CHECKING:  # the unions are built from the resolvers' lists; a type chec
     ReleaseRunResult = Any
     CancelRunResult = Any
 else:
-    ToolCallDecisionResult = _union(
-        "ToolCallDecisionResult", resolvers.DecisionOutcome, leave_out=(InvalidResumeData,)
-    )
+    ToolCallDecisionResult = _union("ToolCallDecisionResult", resolvers.DecisionOutcome)
     ResumeRunResult = _union("ResumeRunResult", resolvers.DecisionOutcome)
     StartRunResult = _union("StartRunResult", resolvers.StartOutcome)
     ReleaseRunResult = _union("ReleaseRunResult", resolvers.ReleaseOutcome)

@@ -25,7 +25,7 @@ from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 
-from suspended_runs.resolvers import Context, Principal
+from suspended_runs.resolvers import Context, Principal, expire_forever
 from suspended_runs.runtime import (
     AgentMap,
     ClaimKeeper,
@@ -65,6 +65,7 @@ class GraphQLApp(GraphQL[Context, None]):
             storage=request.app.state.storage,
             runtimes=request.app.state.runtimes,
             principal=principal,
+            policy=request.app.state.policy,
             actor=actor or "anonymous",
         )
 
@@ -190,9 +191,15 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
     sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
     sync_task.add_done_callback(_report_sync_end)
     app.state.storage, app.state.runtimes, app.state.sync_task = storage, runtimes, sync_task
+    app.state.policy = policy = settings.decision_policy
+    expiry = None
+    if policy.timeout is not None or policy.agent_timeouts:
+        expiry = asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry")
     try:
         yield
     finally:
+        if expiry is not None:
+            expiry.cancel()
         await runtimes.drain(_DRAIN_SECONDS)
         await mastra_client.close()
         sync_task.cancel()

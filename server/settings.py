@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from suspended_runs.resolvers import DecisionPolicy
 from suspended_runs.runtime import MastraServers
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
@@ -56,6 +57,15 @@ class Settings(BaseSettings):
         default_factory=dict, description="JSON: headers for Mastra (its auth)."
     )
     mastra_timeout_seconds: float = Field(60.0, gt=0)
+    decision_timeout_seconds: float | None = Field(
+        None, gt=0, description="An approval pending this long is declined; unset: never."
+    )
+    decision_timeouts: dict[str, float] = Field(
+        default_factory=dict,
+        description="JSON: agent id -> seconds, over DECISION_TIMEOUT_SECONDS.",
+    )
+    bulk_decisions_max: int = Field(100, ge=1, le=1000)
+    bulk_decisions_concurrency: int = Field(8, ge=1, le=64)
     env: Literal["development", "production"] = "development"
     allow_anonymous: bool = Field(
         False, description="Production without API keys or JWT: everyone an anonymous admin."
@@ -89,6 +99,13 @@ class Settings(BaseSettings):
     @classmethod
     def _unset_when_empty(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("decision_timeouts")
+    @classmethod
+    def _positive_timeouts(cls, value: dict[str, float]) -> dict[str, float]:
+        if any(seconds <= 0 for seconds in value.values()):
+            raise ValueError("every timeout must be a positive number of seconds")
+        return value
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -145,6 +162,16 @@ class Settings(BaseSettings):
             role_claim=self.jwt_role_claim,
             scope_claim=self.jwt_scope_claim,
             leeway=self.jwt_leeway_seconds,
+        )
+
+    @property
+    def decision_policy(self) -> DecisionPolicy:
+        seconds = self.decision_timeout_seconds
+        return DecisionPolicy(
+            timeout=timedelta(seconds=seconds) if seconds is not None else None,
+            agent_timeouts={a: timedelta(seconds=s) for a, s in self.decision_timeouts.items()},
+            bulk_max=self.bulk_decisions_max,
+            bulk_concurrency=self.bulk_decisions_concurrency,
         )
 
     @property

@@ -8,6 +8,7 @@ from suspended_runs.storage.decision_log import AuditRecord, DecisionLog, KeyUse
 from suspended_runs.storage.entries import Action, Claim, Decision, Outcome, RunEntry, ToolCall
 from suspended_runs.storage.errors import (
     AgentsNotLoadable,
+    ArgsRejected,
     ConfigurationError,
     ContinuationError,
     DecisionContention,
@@ -51,6 +52,7 @@ __all__ = [
     "SYNC_STATE_COLLECTION",
     "Action",
     "AgentsNotLoadable",
+    "ArgsRejected",
     "AuditRecord",
     "Claim",
     "ConfigurationError",

@@ -37,6 +37,7 @@ class AuditRecord:
     reason: str | None = None
     resume_data: Any = None
     idempotency_key: str | None = None
+    edited_args: Any = None
     record_id: Any = None
     """The record's `_id` once stored: its paging cursor."""
 
@@ -51,6 +52,7 @@ class AuditRecord:
             "reason": self.reason,
             "resumeData": self.resume_data,
             "idempotencyKey": self.idempotency_key,
+            "editedArgs": self.edited_args,
         }
 
     @classmethod
@@ -65,6 +67,7 @@ class AuditRecord:
             reason=doc.get("reason"),
             resume_data=doc.get("resumeData"),
             idempotency_key=doc.get("idempotencyKey"),
+            edited_args=doc.get("editedArgs"),
             record_id=doc.get("_id"),
         )
 

@@ -15,14 +15,11 @@ from suspended_runs.storage.types import Document, RunStatus, Runtime
 
 
 class Action(StrEnum):
-    """What a person decided about a pending call; the audit log also records an
-    operator's RELEASE and CANCEL of a whole run."""
+    """What a person decided about a pending call."""
 
     APPROVE = "approve"
     DECLINE = "decline"
     RESUME = "resume"
-    RELEASE = "release"
-    CANCEL = "cancel"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +31,8 @@ class Decision:
     at: datetime
     reason: str | None = None
     resume_data: Any = None
+    edited_args: Any = None
+    """Arguments a person approved instead of the model's (the call keeps the model's)."""
 
     def to_document(self) -> Document:
         return {
@@ -42,6 +41,7 @@ class Decision:
             "at": self.at,
             "reason": self.reason,
             "resumeData": self.resume_data,
+            "editedArgs": self.edited_args,
         }
 
     @classmethod
@@ -52,6 +52,7 @@ class Decision:
             at=doc["at"],
             reason=doc.get("reason"),
             resume_data=doc.get("resumeData"),
+            edited_args=doc.get("editedArgs"),
         )
 
 
@@ -149,6 +150,9 @@ class RunEntry:
     ended_at: datetime | None = None
     claim: Claim | None = None
     outcome: Outcome | None = None
+    decided_at: datetime | None = None
+    decided_by: str | None = None
+    """When and by whom the run's last decision was made (kept as the run moves on)."""
 
     def status_at(self, now: datetime) -> RunStatus:
         """The status to show: a RUNNING run whose lease ran out (its process died) is STALLED."""
@@ -168,7 +172,11 @@ class RunEntry:
             replace(call, decision=decision) if call.tool_call_id == tool_call_id else call
             for call in self.tool_calls
         )
-        return replace(self, tool_calls=calls)
+        return replace(self, tool_calls=calls, decided_at=decision.at, decided_by=decision.by)
+
+    def decided_as(self, other: RunEntry) -> RunEntry:
+        """This entry, with `other`'s last decision (a snapshot does not know it)."""
+        return replace(self, decided_at=other.decided_at, decided_by=other.decided_by)
 
     def finished(self, status: RunStatus, outcome: Outcome | None, at: datetime) -> RunEntry:
         """This run come to an end (COMPLETED, FAILED, ENDED, CANCELLED), its claim let go."""
@@ -191,6 +199,8 @@ class RunEntry:
             "endedAt": self.ended_at,
             "claim": self.claim.to_document() if self.claim else None,
             "outcome": self.outcome.to_document() if self.outcome else None,
+            "decidedAt": self.decided_at,
+            "decidedBy": self.decided_by,
         }
 
     @classmethod
@@ -212,4 +222,6 @@ class RunEntry:
             ended_at=doc.get("endedAt"),
             claim=Claim.from_document(claim) if claim else None,
             outcome=Outcome.from_document(outcome) if outcome else None,
+            decided_at=doc.get("decidedAt"),
+            decided_by=doc.get("decidedBy"),
         )

@@ -12,6 +12,7 @@
     │   ├── OutcomeUncertain            may have been applied: the request may have arrived
     │   └── SnapshotMissing             a Python run's snapshot is gone
     ├── ResumeDataRejected              resume data that the tool's result type refuses
+    ├── ArgsRejected                    edited arguments that the tool's parameters refuse
     ├── Unauthenticated                 credentials missing or not valid (server/auth.py)
     └── EmbeddedMongoDBError            the embedded MongoDB could not be started or stopped
 
@@ -65,6 +66,10 @@ class SnapshotMissing(ContinuationError):
 
 class ResumeDataRejected(SuspendedRunsError, ValueError):
     """Resume data that the suspended tool's return type does not accept."""
+
+
+class ArgsRejected(SuspendedRunsError, ValueError):
+    """Edited arguments that the tool's parameters do not accept."""
 
 
 class Unauthenticated(SuspendedRunsError):

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 _LIST_PROJECTION = {"_id": 0, "snapshotId": 0}  # pages are only read, never written back
 _SYNC_OWNED = [RunStatus.SUSPENDED.value, RunStatus.ENDED.value]
-_KEPT = ("version", "endedAt")  # maintained by the update itself
+_KEPT = ("version", "endedAt", "decidedAt", "decidedBy")  # the follower never decides
 _DUPLICATE_KEY = 11000
 
 
@@ -182,7 +182,11 @@ class RunIndex:
         version, exactly one wins; the others find the version moved on and look again.
         """
         update: Document = {
-            "$set": {"toolCalls": [call.to_document() for call in decided.tool_calls]},
+            "$set": {
+                "toolCalls": [call.to_document() for call in decided.tool_calls],
+                "decidedAt": decided.decided_at,
+                "decidedBy": decided.decided_by,
+            },
             "$inc": {"version": 1},
         }
         if claim is not None:
@@ -225,6 +229,23 @@ class RunIndex:
             {"$set": {"claim.outcomeUnknown": True}, "$inc": {"version": 1}},
         )
         return result.modified_count == 1
+
+    async def suspended_before(
+        self,
+        cutoff: datetime,
+        *,
+        agent_ids: list[str] | None = None,
+        exclude_agent_ids: list[str] | None = None,
+        limit: int = 100,
+    ) -> list[RunEntry]:
+        """SUSPENDED runs that have waited since before `cutoff` (for expiry), oldest first."""
+        query: Document = {"status": RunStatus.SUSPENDED.value, "suspendedAt": {"$lte": cutoff}}
+        if agent_ids is not None:
+            query["agentId"] = {"$in": agent_ids}
+        elif exclude_agent_ids:
+            query["agentId"] = {"$nin": exclude_agent_ids}
+        cursor = self.collection.find(query, {"_id": 0}, sort=[("suspendedAt", 1)], limit=limit)
+        return [entry async for doc in cursor if (entry := _read_entry(doc)) is not None]
 
     async def claimed(self) -> list[RunEntry]:
         """Every RUNNING entry (few: the runs being continued, stalled or in doubt)."""

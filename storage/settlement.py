@@ -55,7 +55,7 @@ class Settlement:
             # the same call: only a suspension on other calls is a next resting state.
             if _call_ids(entry) == _call_ids(claimed):
                 return None
-            return replace(entry, version=claimed.version, claim=None)
+            return replace(entry, version=claimed.version, claim=None).decided_as(claimed)
         status, error = _status(doc.get("snapshot"))
         if status == "failed":
             return claimed.finished(RunStatus.FAILED, Outcome(error=error), now)

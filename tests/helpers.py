@@ -27,7 +27,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "mastra"
 Gql = Callable[..., Awaitable[dict[str, Any]]]
 
 RUN_FIELDS = """
-  runId agentId runtime status output error outcomeUnknown
+  runId agentId runtime status output error outcomeUnknown decidedAt decidedBy
   toolCalls { toolCallId toolName args requiresApproval suspendPayload
               decision { action decidedBy reason resumeData } }
 """

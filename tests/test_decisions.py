@@ -247,3 +247,55 @@ async def test_every_decision_is_audited_with_who_when_what_why_and_key(client) 
     assert anonymous["__typename"] == "RunNotFound"
     body = await make_gql(client)('{ decisionLog(runId: "nope") { decidedBy } }')
     assert body["data"]["decisionLog"] == []  # a refusal about an unseen run is not written
+
+
+# -- edited arguments ---------------------------------------------------------------------
+
+
+async def test_approval_with_edited_args_runs_the_tool_with_them(gql) -> None:
+    run = await start(gql, "file-cleaner", "delete /tmp/model-chose.txt")
+    before = len(EXECUTIONS)
+    result = await act(gql, APPROVE, runId=run["runId"], editedArgs={"path": "/tmp/person-chose"})
+    assert result["__typename"] == "RunDecided", result
+    assert result["run"]["output"] == "delete_file: deleted /tmp/person-chose"
+    assert EXECUTIONS[before:] == [("delete_file", {"path": "/tmp/person-chose"})]
+    [call] = result["run"]["toolCalls"]
+    assert call["args"] == {"path": "/tmp/model-chose.txt"}  # what the model asked stays
+    body = await gql(
+        "query($id: ID!) { agentRun(runId: $id) { decidedBy decidedAt "
+        "toolCalls { decision { editedArgs } } } "
+        "decisionLog(runId: $id) { action editedArgs } }",
+        {"id": run["runId"]},
+    )
+    assert body["data"]["agentRun"]["toolCalls"][0]["decision"]["editedArgs"] == {
+        "path": "/tmp/person-chose"
+    }
+    assert body["data"]["agentRun"]["decidedBy"] == "anonymous"
+    assert body["data"]["agentRun"]["decidedAt"] is not None
+    assert body["data"]["decisionLog"] == [
+        {"action": "APPROVE", "editedArgs": {"path": "/tmp/person-chose"}}
+    ]
+
+
+async def test_edited_args_that_do_not_fit_are_invalid_and_nothing_is_applied(gql) -> None:
+    run = await start(gql, "file-cleaner")
+    before = len(EXECUTIONS)
+    for edited in ({"pth": 1}, {"path": 42}, ["not", "an", "object"]):
+        result = await act(gql, APPROVE, runId=run["runId"], editedArgs=edited)
+        assert result["__typename"] == "InvalidArgs", result
+        assert "delete_file" in result["message"]
+    after = await run_of(gql, run["runId"])
+    assert after["status"] == "SUSPENDED" and after["toolCalls"][0]["decision"] is None
+    assert len(EXECUTIONS) == before
+    ok = await act(gql, APPROVE, runId=run["runId"], editedArgs={"path": "/tmp/fine"})
+    assert ok["run"]["status"] == "COMPLETED"
+
+
+async def test_edited_args_on_a_mastra_run_are_refused_and_nothing_is_sent(gql, snapshots) -> None:
+    doc = load_snapshots()[0]
+    await snapshots.insert_one(doc)
+    run_id = doc["run_id"]
+    await eventually(lambda: listed(gql, run_id), within=2)
+    result = await act(gql, APPROVE, runId=run_id, editedArgs={"x": 1})
+    # No Mastra server is configured here either: the edit is refused before anything else.
+    assert result["__typename"] in ("ArgsNotEditable", "ExecutorUnavailable"), result

@@ -183,3 +183,52 @@ async def test_python_and_mastra_runs_share_one_list(gql, peer: MastraPeer) -> N
         (mastra_run, "MASTRA"),
         (python_run, "PYTHON"),
     }
+
+
+async def test_edited_args_are_refused_and_nothing_is_sent(gql, peer: MastraPeer) -> None:
+    path = f"/tmp/{uuid.uuid4().hex}"
+    run_id = await peer.start_run("approver", [delete(path)])
+    await eventually(lambda: has_status(gql, run_id), within=2)
+    refused = await act(gql, APPROVE, runId=run_id, editedArgs={"path": "/tmp/other"})
+    assert refused["__typename"] == "ArgsNotEditable", refused
+    run = await run_of(gql, run_id)
+    assert run["status"] == "SUSPENDED" and run["toolCalls"][0]["decision"] is None
+    assert peer.executions(path) == []
+    assert (await act(gql, APPROVE, runId=run_id))["run"]["status"] == "COMPLETED"
+
+
+async def test_bulk_decisions_on_mastra_runs(gql, peer: MastraPeer) -> None:
+    tag = uuid.uuid4().hex
+    approve = await peer.start_run("approver", [delete(f"/tmp/{tag}/a")])
+    decline = await peer.start_run("approver", [delete(f"/tmp/{tag}/b")])
+
+    async def both_listed() -> bool:
+        return await has_status(gql, approve) and await has_status(gql, decline)
+
+    await eventually(both_listed, within=2)
+    body = await gql(
+        "mutation($d: [ToolCallDecisionInput!]!) { decideToolCalls(decisions: $d) "
+        "{ __typename ... on RunDecided { run { runId status } } } }",
+        {"d": [{"runId": approve, "action": "APPROVE"}, {"runId": decline, "action": "DECLINE"}]},
+    )
+    answers = body["data"]["decideToolCalls"]
+    assert [(a["run"]["runId"], a["run"]["status"]) for a in answers] == [
+        (approve, "COMPLETED"),
+        (decline, "COMPLETED"),
+    ]
+    assert [p["path"] for _, p in peer.executions(tag)] == [f"/tmp/{tag}/a"]
+
+
+async def test_an_expired_mastra_approval_is_declined_on_mastra(
+    mongo_uri: str, peer: MastraPeer, start_app
+) -> None:
+    settings = settings_for(mongo_uri, peer, decision_timeouts={"asker": 600, "approver": 1})
+    gql = make_gql(await start_app(settings))
+    path = f"/tmp/{uuid.uuid4().hex}"
+    run_id = await peer.start_run("approver", [delete(path)])
+    await eventually(lambda: has_status(gql, run_id, "COMPLETED"), within=6)
+    run = await run_of(gql, run_id)
+    assert run["decidedBy"] == "system"
+    assert peer.executions(path) == []
+    theirs = await peer.suspended_runs("approver")
+    assert run_id not in {r["runId"] for r in theirs["runs"]}

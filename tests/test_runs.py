@@ -289,31 +289,33 @@ async def history(gql: Gql, statuses: list[str] | None, **paging: Any) -> dict[s
     return page
 
 
+async def _claimed(db, run_id: str, expires: datetime) -> None:
+    """A RUNNING entry whose claim expires at `expires` (in the past: STALLED)."""
+    now = datetime.now(UTC)
+    await db["suspended_runs_index"].insert_one(
+        {
+            "runId": run_id,
+            "workflowName": "agentic-loop",
+            "runtime": "mastra",
+            "agentId": "a",
+            "status": "RUNNING",
+            "createdAt": now,
+            "suspendedAt": now,
+            "toolCalls": [],
+            "version": 1,
+            "claim": {"by": "gone", "at": now, "expiresAt": expires},
+        }
+    )
+
+
 async def test_runs_lists_the_states_asked_for_newest_first(gql, db) -> None:
     from tests.helpers import APPROVE, act, start_run
 
     done = (await start_run(gql, "file-cleaner"))["runId"]
     await act(gql, APPROVE, runId=done)
     waiting = (await start_run(gql, "file-cleaner"))["runId"]
-    now = datetime.now(UTC)
-    for run_id, expires in (
-        ("stalled-1", now - timedelta(minutes=1)),
-        ("running-1", now + timedelta(hours=1)),
-    ):
-        await db["suspended_runs_index"].insert_one(
-            {
-                "runId": run_id,
-                "workflowName": "agentic-loop",
-                "runtime": "mastra",
-                "agentId": "a",
-                "status": "RUNNING",
-                "createdAt": now,
-                "suspendedAt": now,
-                "toolCalls": [],
-                "version": 1,
-                "claim": {"by": "gone", "at": now, "expiresAt": expires},
-            }
-        )
+    await _claimed(db, "stalled-1", datetime.now(UTC) - timedelta(minutes=1))
+    await _claimed(db, "running-1", datetime.now(UTC) + timedelta(hours=1))
     for statuses, expected in [
         (["COMPLETED"], [done]),
         (["STALLED"], ["stalled-1"]),

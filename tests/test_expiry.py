@@ -1,0 +1,51 @@
+"""Approvals that expire (resolvers/expiry.py): declined once, as the system, audited."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from suspended_runs.runtime.demo import EXECUTIONS
+from tests.helpers import eventually, has_status, make_gql, start_run
+
+EXPIRY = """query($id: ID!) { agentRun(runId: $id) { status suspendedAt decidedBy
+  toolCalls { expiresAt decision { action reason decidedBy } } }
+  decisionLog(runId: $id) { action decidedBy reason outcome } }"""
+
+
+async def test_an_approval_past_its_timeout_is_declined_once_by_the_system(
+    settings, start_app
+) -> None:
+    timeouts = {"decision_timeout_seconds": 1.0, "decision_timeouts": {"trip-planner": 600}}
+    gql = make_gql(await start_app(settings.model_copy(update=timeouts)))
+    before = len(EXECUTIONS)
+    run = await start_run(gql, "file-cleaner", "delete /tmp/expiring")
+    later = await start_run(gql, "trip-planner", "plan /tmp/later")
+    shown = (await gql(EXPIRY, {"id": run["runId"]}))["data"]["agentRun"]
+    waited = datetime.fromisoformat(shown["toolCalls"][0]["expiresAt"]) - datetime.fromisoformat(
+        shown["suspendedAt"]
+    )
+    assert waited.total_seconds() == 1.0
+    await eventually(lambda: has_status(gql, run["runId"], "COMPLETED"), within=5)
+    body = (await gql(EXPIRY, {"id": run["runId"]}))["data"]
+    decision = body["agentRun"]["toolCalls"][0]["decision"]
+    assert decision == {"action": "DECLINE", "reason": "expired after 1 s", "decidedBy": "system"}
+    assert body["agentRun"]["decidedBy"] == "system"
+    assert body["decisionLog"] == [
+        {
+            "action": "DECLINE",
+            "decidedBy": "system",
+            "reason": "expired after 1 s",
+            "outcome": "RunDecided",
+        }
+    ]
+    assert ("delete_file", {"path": "/tmp/expiring"}) not in EXECUTIONS[before:]
+    planner = (await gql(EXPIRY, {"id": later["runId"]}))["data"]["agentRun"]
+    assert planner["status"] == "SUSPENDED"  # its agent's own timeout: 600 s
+    approval, question = planner["toolCalls"]
+    assert approval["expiresAt"] is not None and question["expiresAt"] is None  # suspend()
+
+
+async def test_without_a_timeout_nothing_expires(gql) -> None:
+    run = await start_run(gql, "file-cleaner")
+    body = (await gql(EXPIRY, {"id": run["runId"]}))["data"]["agentRun"]
+    assert body["toolCalls"][0]["expiresAt"] is None
