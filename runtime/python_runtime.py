@@ -240,7 +240,10 @@ def _plain(value: Any) -> Any:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    """What a failed run shows: the exception's type, never its text (a model provider's or
+    a tool's message may carry content or a credential); the log line, under the run's id
+    and the request's, says where it was raised."""
+    return f"{type(exc).__name__} in the agent or one of its tools (see the server log)"
 
 
 def _problems(exc: ValidationError) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic_ai import Agent
+from pydantic_ai.models.function import FunctionModel
 
 from suspended_runs.runtime import load_agents
 from suspended_runs.storage import AgentsNotLoadable
@@ -77,3 +79,26 @@ def test_suspended_and_half_decided_runs_survive_a_restart(server: Server) -> No
     resumed = server.query(RESUME, {"run": asker["runId"], "data": {"name": "Oslo"}})
     assert resumed["data"]["resumeRun"]["run"]["status"] == "COMPLETED"
     assert server.query(LIST)["data"]["suspendedRuns"]["total"] == 0
+
+
+def test_a_failed_run_shows_the_exception_type_not_its_text(settings, tmp_path) -> None:
+    import asyncio
+
+    from tests.helpers import make_gql, running_app, start_run
+
+    async def scenario() -> dict[str, Any]:
+        update = {"agents": "tests.test_python_runtime:failing"}
+        async with running_app(settings.model_copy(update=update)) as client:
+            return await start_run(make_gql(client), "leaky", "go")
+
+    run = asyncio.run(scenario())
+    assert run["status"] == "FAILED"
+    assert run["error"].startswith("RuntimeError")
+    assert "sk-secret" not in run["error"]
+
+
+def _leaky_model(messages: Any, info: Any) -> Any:
+    raise RuntimeError("provider said: invalid key sk-secret-123")
+
+
+failing = {"leaky": Agent(FunctionModel(_leaky_model))}
