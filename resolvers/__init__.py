@@ -8,6 +8,7 @@ from suspended_runs.resolvers.audit import (
     decision_log,
     record_cursor,
 )
+from suspended_runs.resolvers.budget import CostLimit, RequestBudget, RequestLimits
 from suspended_runs.resolvers.bulk import decide_many
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
@@ -62,6 +63,7 @@ __all__ = [
     "BadUserInput",
     "CancelOutcome",
     "Context",
+    "CostLimit",
     "DecisionInProgress",
     "DecisionOutcome",
     "DecisionPolicy",
@@ -75,6 +77,8 @@ __all__ = [
     "Paging",
     "Principal",
     "ReleaseOutcome",
+    "RequestBudget",
+    "RequestLimits",
     "Role",
     "RunCancelled",
     "RunDecided",

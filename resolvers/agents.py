@@ -45,6 +45,7 @@ async def start_run(
     thread_id: str | None,
     resource_id: str | None,
 ) -> RunStarted | ExecutorUnavailable | Forbidden:
+    context.budget.limits.check_text(prompt, "prompt")
     principal = context.principal
     if not principal.may(Role.ADMIN):
         return Forbidden(Role.ADMIN.value, "starting runs needs the admin role")

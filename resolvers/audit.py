@@ -27,6 +27,7 @@ async def decision_log(
     if not 1 <= limit <= MAX_LOG_PAGE:
         raise BadUserInput(f"first must be between 1 and {MAX_LOG_PAGE}", argument="first")
     position = _position(after) if after is not None else None
+    context.budget.take_rows(limit)
     if not context.principal.scope.unrestricted:
         entry = await context.storage.runs.get(run_id)
         if entry is None or not context.principal.scope.allows(entry):

@@ -82,6 +82,10 @@ class DecisionRequest:
 
 
 async def decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
+    limits = context.budget.limits
+    limits.check_text(request.reason, "reason")
+    limits.check_json(request.resume_data, "resumeData")
+    limits.check_json(request.edited_args, "editedArgs")
     if not context.principal.may(Role.APPROVER):
         return Forbidden(Role.APPROVER.value, "deciding needs the approver role")
     outcome: DecisionOutcome = await answered_once(

@@ -35,6 +35,7 @@ from suspended_runs.storage import (
 
 
 async def release_run(context: Context, run_id: str, reason: str | None) -> ReleaseOutcome:
+    context.budget.limits.check_text(reason, "reason")
     if not context.principal.may(Role.ADMIN):
         return Forbidden(Role.ADMIN.value, "releasing a run needs the admin role")
     entry = await _visible(context, run_id)
@@ -57,6 +58,7 @@ async def release_run(context: Context, run_id: str, reason: str | None) -> Rele
 
 
 async def cancel_run(context: Context, run_id: str, reason: str | None) -> CancelOutcome:
+    context.budget.limits.check_text(reason, "reason")
     if not context.principal.may(Role.APPROVER):
         return Forbidden(Role.APPROVER.value, "cancelling a run needs the approver role")
     entry = await _visible(context, run_id)

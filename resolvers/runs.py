@@ -106,6 +106,7 @@ async def runs(
     """Runs in the filter's states (recently decided, failed, stalled, ...), newest first."""
     require(context.principal, Role.VIEWER)
     check_filter(run_filter)
+    context.budget.take_rows(paging.limit)
     index = context.storage.runs
     run_filter = context.principal.scope.narrow(run_filter)
     # One more than the page tells whether there is a next page without counting.

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
+from strawberry.extensions import FieldExtension
+from strawberry.extensions.field_extension import AsyncExtensionResolver
 from strawberry.types import Info
 
 from suspended_runs import resolvers
@@ -31,16 +33,30 @@ from suspended_runs.storage import Action
 ContextInfo = Info[resolvers.Context, Any]
 
 
+class Charged(FieldExtension):
+    """A mutation field takes one from the request's budget before it runs."""
+
+    async def resolve_async(
+        self, next_: AsyncExtensionResolver, source: Any, info: ContextInfo, **kwargs: Any
+    ) -> Any:
+        info.context.budget.take_mutation()
+        return await next_(source, info, **kwargs)
+
+
 @strawberry.type
 class Mutation:
-    @strawberry.mutation(description="Run a Python agent until it completes or suspends.")
+    @strawberry.mutation(
+        description="Run a Python agent until it completes or suspends.", extensions=[Charged()]
+    )
     async def start_run(self, info: ContextInfo, input: StartRunInput) -> StartRunResult:
         outcome = await resolvers.start_run(
             info.context, input.agent_id, input.prompt, input.thread_id, input.resource_id
         )
         return from_outcome(outcome)
 
-    @strawberry.mutation(description="Approve a tool call that waits for approval.")
+    @strawberry.mutation(
+        description="Approve a tool call that waits for approval.", extensions=[Charged()]
+    )
     async def approve_tool_call(
         self,
         info: ContextInfo,
@@ -50,7 +66,8 @@ class Mutation:
 
     @strawberry.mutation(
         description="Several decisions, each answered in order exactly as its own mutation "
-        "would answer it, and continued concurrently (at most BULK_DECISIONS_MAX)."
+        "would answer it, and continued concurrently (at most BULK_DECISIONS_MAX).",
+        extensions=[Charged()],
     )
     async def decide_tool_calls(
         self, info: ContextInfo, decisions: list[ToolCallDecisionInput]
@@ -69,7 +86,9 @@ class Mutation:
         ]
         return [from_outcome(o) for o in await resolvers.decide_many(info.context, requests)]
 
-    @strawberry.mutation(description="Decline a tool call that waits for approval.")
+    @strawberry.mutation(
+        description="Decline a tool call that waits for approval.", extensions=[Charged()]
+    )
     async def decline_tool_call(
         self,
         info: ContextInfo,
@@ -77,25 +96,31 @@ class Mutation:
     ) -> ToolCallDecisionResult:
         return await _decide(info, Action.DECLINE, input, reason=input.reason)
 
-    @strawberry.mutation(description="Give a suspended tool call (suspend()) its result.")
+    @strawberry.mutation(
+        description="Give a suspended tool call (suspend()) its result.", extensions=[Charged()]
+    )
     async def resume_run(self, info: ContextInfo, input: ResumeRunInput) -> ResumeRunResult:
         return await _decide(info, Action.RESUME, input, resume_data=input.resume_data)
 
     @strawberry.mutation(
         description="Put a STALLED run, or one whose outcome is unknown, back to SUSPENDED "
-        "with its pending calls read again from its snapshot (admin; a tool may run again)."
+        "with its pending calls read again from its snapshot (admin; a tool may run again).",
+        extensions=[Charged()],
     )
     async def release_run(self, info: ContextInfo, input: ReleaseRunInput) -> ReleaseRunResult:
         return from_outcome(await resolvers.release_run(info.context, input.run_id, input.reason))
 
     @strawberry.mutation(
         description="End a SUSPENDED or STALLED run so that its pending tools never run "
-        "(approver): a Python run's snapshot is removed; a Mastra run's calls are declined."
+        "(approver): a Python run's snapshot is removed; a Mastra run's calls are declined.",
+        extensions=[Charged()],
     )
     async def cancel_run(self, info: ContextInfo, input: CancelRunInput) -> CancelRunResult:
         return from_outcome(await resolvers.cancel_run(info.context, input.run_id, input.reason))
 
-    @strawberry.mutation(description="Rebuild the run index from the snapshots (admin).")
+    @strawberry.mutation(
+        description="Rebuild the run index from the snapshots (admin).", extensions=[Charged()]
+    )
     async def reconcile_runs(self, info: ContextInfo) -> ReconcileResult:
         return from_outcome(await resolvers.reconcile(info.context))
 

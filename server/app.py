@@ -25,7 +25,7 @@ from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
 from strawberry.types import ExecutionResult
 
-from suspended_runs.resolvers import Context, Principal, expire_forever
+from suspended_runs.resolvers import Context, Principal, RequestBudget, expire_forever
 from suspended_runs.runtime import (
     AgentMap,
     ClaimKeeper,
@@ -66,6 +66,7 @@ class GraphQLApp(GraphQL[Context, None]):
             runtimes=request.app.state.runtimes,
             principal=principal,
             policy=request.app.state.policy,
+            budget=RequestBudget(request.app.state.limits),
             actor=actor or "anonymous",
         )
 
@@ -192,6 +193,7 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
     sync_task.add_done_callback(_report_sync_end)
     app.state.storage, app.state.runtimes, app.state.sync_task = storage, runtimes, sync_task
     app.state.policy = policy = settings.decision_policy
+    app.state.limits = settings.request_limits
     expiry = None
     if policy.timeout is not None or policy.agent_timeouts:
         expiry = asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry")

@@ -10,7 +10,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from suspended_runs.resolvers import DecisionPolicy
+from suspended_runs.resolvers import DecisionPolicy, RequestLimits
 from suspended_runs.runtime import MastraServers
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
@@ -65,6 +65,10 @@ class Settings(BaseSettings):
         description="JSON: agent id -> seconds, over DECISION_TIMEOUT_SECONDS.",
     )
     bulk_decisions_max: int = Field(100, ge=1, le=1000)
+    max_rows_per_request: int = Field(2000, ge=1, description="Aliases x page size, in all.")
+    max_mutations_per_request: int = Field(10, ge=1)
+    max_text_bytes: int = Field(8192, ge=1, description="Of a reason or a prompt.")
+    max_json_bytes: int = Field(65536, ge=1, description="Of resumeData or editedArgs.")
     bulk_decisions_concurrency: int = Field(8, ge=1, le=64)
     env: Literal["development", "production"] = "development"
     allow_anonymous: bool = Field(
@@ -162,6 +166,15 @@ class Settings(BaseSettings):
             role_claim=self.jwt_role_claim,
             scope_claim=self.jwt_scope_claim,
             leeway=self.jwt_leeway_seconds,
+        )
+
+    @property
+    def request_limits(self) -> RequestLimits:
+        return RequestLimits(
+            max_rows=self.max_rows_per_request,
+            max_mutations=self.max_mutations_per_request,
+            max_text_bytes=self.max_text_bytes,
+            max_json_bytes=self.max_json_bytes,
         )
 
     @property

@@ -3,6 +3,7 @@ never an unmasked internal error, and the server still answers afterwards."""
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from hypothesis import strategies as st
 
 from suspended_runs.schema import MASKED_MESSAGE
 from suspended_runs.server import Settings, create_app
+from suspended_runs.server.auth import new_api_key
 from suspended_runs.server.embedded_mongodb import free_port
 from tests.helpers import wait_until_serving
 
@@ -139,16 +141,28 @@ class ThreadedServer:
         self.thread.join(30)
 
 
-@pytest.fixture(scope="module")
-def server_url(mongo_uri: str) -> Iterator[str]:
+@pytest.fixture(scope="module", params=["open", "scoped"])
+def server(
+    request: pytest.FixtureRequest, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, dict[str, str]]]:
+    """An open server, and one whose caller is an authenticated, scoped approver."""
     settings = Settings(mongodb_uri=mongo_uri, mongodb_db=f"fuzz_{uuid.uuid4().hex[:8]}")
+    headers: dict[str, str] = {}
+    if request.param == "scoped":
+        key, digest = new_api_key()
+        keys = tmp_path_factory.mktemp("keys") / "keys.json"
+        entry = {"name": "fuzz", "sha256": digest, "role": "approver", "resourceIds": ["t-1"]}
+        keys.write_text(json.dumps([entry]))
+        settings = settings.model_copy(update={"api_keys_file": keys})
+        headers = {"x-api-key": key}
     with ThreadedServer(create_app(settings)) as url:
-        yield url
+        yield url, headers
 
 
 @pytest.fixture(scope="module")
-def http(server_url: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server_url, timeout=30) as client:
+def http(server: tuple[str, dict[str, str]]) -> Iterator[httpx.Client]:
+    url, headers = server
+    with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
         yield client
 
 
