@@ -12,6 +12,7 @@ import os
 import socket
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 from starlette.applications import Starlette
@@ -178,6 +179,7 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
         retention=settings.retention,
         sync_mode=settings.sync_mode,
         poll_interval=settings.sync_poll_interval,
+        poll_overlap=timedelta(seconds=settings.sync_poll_overlap_seconds),
     )
     await storage.ensure_indexes()
     claims = ClaimKeeper(storage.runs, _instance_id(settings), settings.claim_lease)

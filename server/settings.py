@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     embedded_mongodb_port: int = Field(0, ge=0, le=65535, description="0: a free port.")
     sync_mode: SyncMode = SyncMode.AUTO
     sync_poll_interval: float = Field(0.5, gt=0, description="Seconds, when polling.")
+    sync_poll_overlap_seconds: float = Field(
+        300.0, gt=0, description="Clock skew between snapshot writers that polling tolerates."
+    )
     retention_days: float = Field(7.0, gt=0)
     max_query_depth: int = Field(10, ge=1)
     max_query_tokens: int = Field(2000, ge=1)

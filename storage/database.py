@@ -47,6 +47,7 @@ class Storage:
         retention: timedelta,
         sync_mode: SyncMode = SyncMode.AUTO,
         poll_interval: float = 0.5,
+        poll_overlap: timedelta = timedelta(minutes=5),
     ) -> Storage:
         client = connect(uri)
         db = client[db_name]
@@ -57,6 +58,7 @@ class Storage:
             db[SYNC_STATE_COLLECTION],
             mode=sync_mode,
             poll_interval=poll_interval,
+            poll_overlap=poll_overlap,
         )
         return cls(
             client=client,

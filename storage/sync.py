@@ -29,8 +29,7 @@ log = logging.getLogger(__name__)
 
 _BATCH = 500
 _TOKEN_ID = "snapshot-change-stream"
-# Snapshot writes commit out of `updatedAt` order by a little; re-reading a margin is harmless.
-_POLL_OVERLAP = timedelta(seconds=5)
+_POLL_OVERLAP = timedelta(minutes=5)
 _FIRST_RETRY = 0.5
 _MAX_RETRY = 30.0
 """A follower that fails retries after 0.5 s, 1 s, 2 s, ... up to 30 s between tries."""
@@ -66,6 +65,7 @@ class SnapshotSync:
         *,
         mode: SyncMode = SyncMode.AUTO,
         poll_interval: float = 0.5,
+        poll_overlap: timedelta = _POLL_OVERLAP,
         clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.snapshots = snapshots
@@ -73,6 +73,9 @@ class SnapshotSync:
         self.state = state
         self.mode = SyncMode(mode)
         self.poll_interval = poll_interval
+        self.poll_overlap = poll_overlap
+        """How far below the newest `updatedAt` seen each poll looks: the clock skew between
+        snapshot writers that polling tolerates."""
         self.clock = clock
         self.following: SyncMode | None = None
         """The mode in use once the initial reconcile is done; None before."""
@@ -80,6 +83,8 @@ class SnapshotSync:
         """False from a failure of the follower until it follows again (`/readyz` says 503)."""
         self.settlement = Settlement(snapshots, index, clock)
         self._high_water: datetime | None = None
+        self._seen: dict[Any, tuple[Any, Any]] = {}
+        """`_id` -> `_look_of` the documents applied within the poll overlap."""
         self._retry = _FIRST_RETRY
 
     async def ensure_indexes(self) -> None:
@@ -286,15 +291,38 @@ class SnapshotSync:
             self._following(SyncMode.POLL)
 
     async def poll_once(self) -> None:
-        """Apply snapshots changed since the last look, and end runs whose snapshot is gone."""
+        """Apply snapshots changed since the last look, and end runs whose snapshot is gone.
+
+        `updatedAt` is written by each writer's own clock, so a writer whose clock is behind
+        writes times below what was seen already: every poll looks back `poll_overlap` below
+        the high-water mark, reading only `(_id, updatedAt)` there, and fetches the documents
+        it has not yet seen as they are (de-duplicated by `_id` and `updatedAt`).
+        """
         query: Document = {"workflow_name": {"$in": list(RUN_WORKFLOWS)}}
         if self._high_water is not None:
-            query["updatedAt"] = {"$gte": self._high_water - _POLL_OVERLAP}
-        async for doc in self.snapshots.find(query, batch_size=100):
-            await self.apply_document(doc)
-            self._raise_high_water(doc)
+            query["updatedAt"] = {"$gte": self._high_water - self.poll_overlap}
+        fresh = []
+        async for doc in self.snapshots.find(query, _LOOK):
+            if self._seen.get(doc["_id"]) != _look_of(doc):
+                fresh.append(doc["_id"])
+        for i in range(0, len(fresh), _BATCH):
+            async for doc in self.snapshots.find({"_id": {"$in": fresh[i : i + _BATCH]}}):
+                await self.apply_document(doc)
+                self._raise_high_water(doc)
+                self._seen[doc["_id"]] = _look_of(doc)
+        self._forget_seen_before(self._high_water)
         await self._end_vanished()
         await self.settlement.settle_claimed()
+
+    def _forget_seen_before(self, high_water: datetime | None) -> None:
+        if high_water is None:
+            return
+        floor = high_water - self.poll_overlap
+        self._seen = {
+            i: look
+            for i, look in self._seen.items()
+            if isinstance(look[0], datetime) and look[0] >= floor
+        }
 
     async def _end_vanished(self) -> None:
         by_snapshot = await self.index.suspended_by_snapshot()
@@ -323,6 +351,15 @@ class SnapshotSync:
             self._high_water is None or updated > self._high_water
         ):
             self._high_water = updated
+
+
+_LOOK = {"_id": 1, "updatedAt": 1, "snapshot.status": 1}
+"""What a poll reads of each recent document to tell whether it changed since applied."""
+
+
+def _look_of(doc: Document) -> tuple[Any, Any]:
+    snapshot = doc.get("snapshot")
+    return doc.get("updatedAt"), snapshot.get("status") if isinstance(snapshot, dict) else None
 
 
 async def _changes(stream: AsyncChangeStream[Document]) -> AsyncIterator[Document]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -216,3 +218,24 @@ def _wait_for(check: Callable[[], bool], within: float = 20) -> None:
     while not check():
         assert time.monotonic() < deadline
         time.sleep(0.1)
+
+
+async def test_polling_misses_no_change_from_a_writer_whose_clock_is_behind(
+    snapshots, settings: Settings, start_app
+) -> None:
+    gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "poll"})))
+    now = datetime.now(UTC)
+    await snapshots.insert_one(suspended_doc("on-time", updatedAt=now))
+    await eventually(lambda: listed(gql, "on-time"), within=2)
+    behind = now - timedelta(seconds=60)  # another writer, its clock a minute slow
+    await snapshots.insert_one(suspended_doc("late-clock", createdAt=behind, updatedAt=behind))
+    await eventually(lambda: listed(gql, "late-clock"), within=2)
+    await snapshots.update_one(  # and its next write: the run ended, still on its slow clock
+        {"run_id": "late-clock"},
+        {"$set": {"snapshot.status": "success", "updatedAt": behind + timedelta(seconds=1)}},
+    )
+    await eventually(lambda: _gone(gql, "late-clock"), within=2)
+
+
+async def _gone(gql: Any, run_id: str) -> bool:
+    return not await listed(gql, run_id)
