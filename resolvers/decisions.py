@@ -147,7 +147,7 @@ async def _apply(
     await runtime.record_decision(decided)
     if claim is None:
         outcome = RunDecided(decided, call_id)
-        await context.storage.decisions.add_outcome(record_id, kind(outcome))
+        await context.storage.decisions.add_outcome(record_id, kind(outcome), decided.status)
         return outcome
     claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
     continuation = Continuation(claimed, entry, call_id)
@@ -176,7 +176,9 @@ async def _carry_on(
             f"{exc}: the decision may or may not have been applied; the run stays claimed "
             "until its snapshot shows where it went, and is STALLED if it never moves",
         )
-    await context.storage.decisions.add_outcome(record_id, kind(outcome))
+    run = getattr(outcome, "run", None) or await context.storage.runs.get(claimed.run_id)
+    status = run.status_at(context.runtimes.claims.clock()) if run else None
+    await context.storage.decisions.add_outcome(record_id, kind(outcome), status)
     return outcome
 
 

@@ -18,7 +18,8 @@ from suspended_runs.resolvers.errors import BadUserInput
 from suspended_runs.resolvers.outcomes import APPLIED_NOTHING, DecisionInProgress, decode, encode
 
 _TWIN_WAIT = 20.0
-"""Seconds a twin waits for the first answer, up to three times, before it gives up."""
+"""Seconds a twin waits for the first answer (at most one claim lease), up to three times,
+before it answers DecisionInProgress."""
 
 
 async def answered_once(
@@ -60,7 +61,8 @@ async def _earlier_answer(context: Context, key: str, fingerprint: str, run_id: 
                 "this idempotencyKey was used for a different request",
                 argument="input.idempotencyKey",
             )
-        answer = use.answer or await log.wait_for_answer(key, _TWIN_WAIT)
+        wait = min(_TWIN_WAIT, claims.lease.total_seconds())
+        answer = use.answer or await log.wait_for_answer(key, wait)
         if answer is not None:
             return await _as_now(context, decode(answer))
     return DecisionInProgress(

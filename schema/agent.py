@@ -53,6 +53,9 @@ class DecisionRecord:
         "decision is applied and its continuation has not answered yet."
     )
     cursor: str = strawberry.field(description="This record's place, for `after`.")
+    run_status: storage.RunStatus | None = strawberry.field(
+        description="Where the run came to rest after this decision; null until known."
+    )
 
     @classmethod
     def from_record(cls, record: storage.AuditRecord) -> DecisionRecord:
@@ -68,4 +71,5 @@ class DecisionRecord:
             idempotency_key=record.idempotency_key,
             outcome=record.outcome,
             cursor=resolvers.record_cursor(record),
+            run_status=storage.RunStatus(record.run_status) if record.run_status else None,
         )

@@ -38,6 +38,8 @@ class AuditRecord:
     resume_data: Any = None
     idempotency_key: str | None = None
     edited_args: Any = None
+    run_status: str | None = None
+    """Where the run came to rest after this decision, once known."""
     record_id: Any = None
     """The record's `_id` once stored: its paging cursor."""
 
@@ -53,6 +55,7 @@ class AuditRecord:
             "resumeData": self.resume_data,
             "idempotencyKey": self.idempotency_key,
             "editedArgs": self.edited_args,
+            "runStatus": self.run_status,
         }
 
     @classmethod
@@ -68,6 +71,7 @@ class AuditRecord:
             resume_data=doc.get("resumeData"),
             idempotency_key=doc.get("idempotencyKey"),
             edited_args=doc.get("editedArgs"),
+            run_status=doc.get("runStatus"),
             record_id=doc.get("_id"),
         )
 
@@ -102,8 +106,11 @@ class DecisionLog:
         doc = {**record.to_document(), "expiresAt": record.at + self.retention}
         return (await self.records.insert_one(doc)).inserted_id
 
-    async def add_outcome(self, record_id: Any, outcome: str) -> None:
-        await self.records.update_one({"_id": record_id}, {"$set": {"outcome": outcome}})
+    async def add_outcome(self, record_id: Any, outcome: str, run_status: str | None) -> None:
+        """The answer's kind, and the state the run came to rest in, once known."""
+        await self.records.update_one(
+            {"_id": record_id}, {"$set": {"outcome": outcome, "runStatus": run_status}}
+        )
 
     async def for_run(
         self, run_id: str, *, limit: int, after: tuple[datetime, Any] | None = None

@@ -56,3 +56,23 @@ def executions(log: Path, path: str) -> int:
 
 
 agents: dict[str, Any] = {"slow": slow}
+
+
+def _broken_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    if len(messages) > 1:
+        return ModelResponse(parts=[TextPart("unreachable")])
+    return ModelResponse(parts=[ToolCallPart("break_things", {})])
+
+
+broken: Agent[None, str | DeferredToolRequests] = Agent(
+    FunctionModel(_broken_model), output_type=[str, DeferredToolRequests]
+)
+
+
+@broken.tool_plain(requires_approval=True)
+def break_things() -> str:
+    """A tool whose body fails once approved."""
+    raise RuntimeError("the tool broke")
+
+
+agents["broken"] = broken

@@ -1,0 +1,91 @@
+"""Idempotency keys (resolvers/idempotency.py): taken over from a dead holder, a typed
+answer for a twin that waits too long, nothing kept for answers that applied nothing,
+a replay shows the run as it is now; keys and audit records expire."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from suspended_runs.resolvers import DecisionRequest
+from suspended_runs.storage import Action
+from tests.helpers import APPROVE, act, eventually, has_status, make_gql, start_run
+
+SLOW = {"agents": "tests.slow_agents:agents"}
+
+
+async def test_a_failure_in_the_background_shows_on_the_run_audit_and_replay(
+    settings, start_app
+) -> None:
+    gql = make_gql(await start_app(settings.model_copy(update=SLOW)))
+    run_id = (await start_run(gql, "broken", "go"))["runId"]
+    first = await act(gql, APPROVE, runId=run_id, wait=False, idempotencyKey="bg-1")
+    assert first["run"]["status"] == "RUNNING"
+    await eventually(lambda: has_status(gql, run_id, "FAILED"), within=5)
+    replay = await act(gql, APPROVE, runId=run_id, wait=False, idempotencyKey="bg-1")
+    assert (replay["__typename"], replay["run"]["status"]) == ("RunDecided", "FAILED")
+    assert replay["run"]["error"].startswith("RuntimeError")
+    log = await gql(
+        "query($id: ID!) { decisionLog(runId: $id) { outcome runStatus } }", {"id": run_id}
+    )
+    assert log["data"]["decisionLog"] == [{"outcome": "RunDecided", "runStatus": "FAILED"}]
+
+
+async def test_a_key_whose_holder_died_is_taken_over(gql, db) -> None:
+    run_id = (await start_run(gql, "file-cleaner"))["runId"]
+    request = DecisionRequest(Action.APPROVE, run_id, idempotency_key="dead-1")
+    past = datetime.now(UTC) - timedelta(minutes=1)
+    await db["suspended_runs_idempotency"].insert_one(  # as a killed process left it
+        {
+            "_id": "anonymous\x00dead-1",
+            "requestHash": request.fingerprint(),
+            "state": "pending",
+            "at": past,
+            "leaseExpiresAt": past,
+            "expiresAt": past + timedelta(days=7),
+        }
+    )
+    answer = await act(gql, APPROVE, runId=run_id, idempotencyKey="dead-1")
+    assert (answer["__typename"], answer["run"]["status"]) == ("RunDecided", "COMPLETED")
+
+
+async def test_a_twin_that_waits_too_long_is_told_the_decision_is_in_progress(
+    settings, start_app, db
+) -> None:
+    gql = make_gql(await start_app(settings.model_copy(update={"claim_lease_seconds": 0.3})))
+    run_id = (await start_run(gql, "file-cleaner"))["runId"]
+    request = DecisionRequest(Action.APPROVE, run_id, idempotency_key="busy-1")
+    soon = datetime.now(UTC) + timedelta(minutes=5)  # a live holder, renewing its lease
+    await db["suspended_runs_idempotency"].insert_one(
+        {
+            "_id": "anonymous\x00busy-1",
+            "requestHash": request.fingerprint(),
+            "state": "pending",
+            "at": soon,
+            "leaseExpiresAt": soon,
+            "expiresAt": soon,
+        }
+    )
+    answer = await act(gql, APPROVE, runId=run_id, idempotencyKey="busy-1")
+    assert answer["__typename"] == "DecisionInProgress", answer
+
+
+async def test_an_answer_that_applied_nothing_is_not_kept(settings, start_app) -> None:
+    here = make_gql(await start_app(settings))
+    elsewhere = make_gql(await start_app(settings.model_copy(update=SLOW)))  # no file-cleaner
+    run_id = (await start_run(here, "file-cleaner"))["runId"]
+    refused = await act(elsewhere, APPROVE, runId=run_id, idempotencyKey="retry-1")
+    assert refused["__typename"] == "ExecutorUnavailable"
+    retried = await act(here, APPROVE, runId=run_id, idempotencyKey="retry-1")
+    assert (retried["__typename"], retried["run"]["status"]) == ("RunDecided", "COMPLETED")
+
+
+async def test_keys_and_audit_records_expire_after_the_retention(settings, start_app, db) -> None:
+    gql = make_gql(await start_app(settings.model_copy(update={"retention_days": 2})))
+    run_id = (await start_run(gql, "file-cleaner"))["runId"]
+    await act(gql, APPROVE, runId=run_id, idempotencyKey="ttl-1")
+    key = await db["suspended_runs_idempotency"].find_one({"_id": "anonymous\x00ttl-1"})
+    record = await db["suspended_runs_decisions"].find_one({"runId": run_id})
+    for doc, start in ((key, key["at"]), (record, record["at"])):
+        assert doc["expiresAt"] - start == timedelta(days=2)
+    indexes = await db["suspended_runs_decisions"].index_information()
+    assert any(i.get("expireAfterSeconds") == 0 for i in indexes.values())
