@@ -49,6 +49,7 @@ from suspended_runs.resolvers.runs import (
     runs,
     suspended_runs,
 )
+from suspended_runs.resolvers.viewer import Caller, viewer
 
 __all__ = [
     "DEFAULT_LOG_PAGE",
@@ -61,6 +62,7 @@ __all__ = [
     "AlreadyDecided",
     "ArgsNotEditable",
     "BadUserInput",
+    "Caller",
     "CancelOutcome",
     "Context",
     "CostLimit",
@@ -106,4 +108,5 @@ __all__ = [
     "runs",
     "start_run",
     "suspended_runs",
+    "viewer",
 ]

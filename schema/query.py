@@ -13,6 +13,7 @@ from suspended_runs.schema.agent import Agent, DecisionRecord
 from suspended_runs.schema.agent_run import AgentRun
 from suspended_runs.schema.filters import RunsFilter, SuspendedRunsFilter
 from suspended_runs.schema.page import RunsPage, SuspendedRunsPage
+from suspended_runs.schema.viewer import Viewer
 
 ContextInfo = Info[resolvers.Context, Any]
 
@@ -98,6 +99,13 @@ class Query:
     ) -> list[DecisionRecord]:
         records = await resolvers.decision_log(info.context, run_id, first, after)
         return [DecisionRecord.from_record(r) for r in records]
+
+    @strawberry.field(
+        description="Who is asking: the name decisions are recorded under, and the role (any "
+        "caller may ask, whatever its role)."
+    )
+    def viewer(self, info: ContextInfo) -> Viewer:
+        return Viewer.from_caller(resolvers.viewer(info.context))
 
 
 def _selects(fields: list[Selection], name: str) -> bool:
