@@ -37,6 +37,7 @@ from suspended_runs.runtime import (
     load_agents,
 )
 from suspended_runs.schema import build_schema, classify
+from suspended_runs.server import inbox
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
 from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
@@ -113,6 +114,7 @@ def create_app(settings: Settings) -> Starlette:
             ),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            *inbox.routes(),
         ],
         middleware=_middleware(settings),
         lifespan=functools.partial(_lifespan, settings=settings, agents=agents),

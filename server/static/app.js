@@ -1,0 +1,483 @@
+// The inbox: who is asking, the three views, filters, paging, and polling (a conditional
+// GET every few seconds while the tab is visible).
+
+import * as actions from "./actions.js";
+import * as api from "./api.js";
+import { ago, until } from "./answers.js";
+import { runCard } from "./cards.js";
+import { $, $$, h } from "./dom.js";
+import { VIEWER, features, missingFeature, runsQuery, waitingQuery } from "./queries.js";
+import { may, state } from "./state.js";
+
+const POLL_MS = 4000;
+const VIEWS = {
+  waiting: {
+    title: "Waiting for a decision",
+    note: "",
+    empty: "Nothing waits for a decision.",
+  },
+  operator: {
+    title: "Needs an operator",
+    note: "Runs whose process stopped (STALLED), and runs whose decision's answer was lost (RUNNING, outcome unknown). Nothing re-runs them by itself.",
+    empty: "No run needs an operator.",
+    statuses: ["STALLED", "RUNNING"],
+  },
+  recent: {
+    title: "Recent",
+    note: "Decided and finished runs, kept by the server for a few days.",
+    empty: "No finished run.",
+    statuses: ["COMPLETED", "FAILED", "CANCELLED", "ENDED"],
+  },
+};
+
+let signedIn = false;
+let loadedAt = null;
+let sequence = 0;
+let timer = null;
+let wantFocus = null; // {key, run}: the element (data-focus) that had focus before a render
+const cards = new Map(); // run id -> {card, signature}
+const act = { decide: actions.decide, operate: actions.operate, select: (run, on) => select(run, on) };
+
+// Who is asking --------------------------------------------------------------------------
+
+async function whoami() {
+  if (!features.viewer) return enter();
+  try {
+    const { data } = await api.query(VIEWER);
+    Object.assign(state, { subject: data.viewer.subject, role: data.viewer.role, roleKnown: true });
+    state.authenticated = data.viewer.authenticated;
+    enter();
+  } catch (error) {
+    if (error instanceof api.Unauthenticated) {
+      const why = api.credentials()
+        ? `The server did not accept these credentials (${error.message}).`
+        : "This server needs an API key or a bearer token.";
+      askCredentials(why);
+    } else if (error instanceof api.GraphQLErrors && missingFeature(error) === "viewer") {
+      features.viewer = false;
+      enter();
+    } else {
+      problem(`Cannot reach the server (${error.message}); trying again.`);
+      setTimeout(whoami, POLL_MS);
+    }
+  }
+}
+
+function askCredentials(why) {
+  signedIn = false;
+  clearTimeout(timer);
+  $("#main").hidden = true;
+  $("#who").hidden = true;
+  $("#sign-in").hidden = false;
+  $("#sign-in-why").textContent = why;
+  $("#credential").focus();
+}
+
+function enter() {
+  signedIn = true;
+  $("#sign-in").hidden = true;
+  $("#main").hidden = false;
+  showWho();
+  setView(viewFromHash(), { focus: false });
+}
+
+function showWho() {
+  const role = state.role ? state.role.toLowerCase() : "no role here: you may see nothing";
+  let text = "Signed in";
+  if (!state.authenticated) text = "Open server: no credentials needed, everyone is an anonymous admin";
+  else if (state.roleKnown) text = `Signed in as ${state.subject} (${role})`;
+  $("#who-text").textContent = text;
+  $("#sign-out").hidden = !api.credentials();
+  $("#who").hidden = false;
+}
+
+function signIn(event) {
+  event.preventDefault();
+  const value = $("#credential").value.trim();
+  if (!value) return;
+  api.setCredentials($("#credential-kind").value, value);
+  $("#credential").value = "";
+  whoami();
+}
+
+function signOut() {
+  api.forgetCredentials();
+  Object.assign(state, { role: null, roleKnown: false, subject: null, list: null });
+  state.selected.clear();
+  clearCards();
+  askCredentials("Signed out.");
+}
+
+// Views, filters and paging ---------------------------------------------------------------
+
+function viewFromHash() {
+  const name = location.hash.slice(1);
+  return name in VIEWS ? name : "waiting";
+}
+
+function setView(name, { focus = true } = {}) {
+  const view = VIEWS[name];
+  state.view = name;
+  state.cursors = [null];
+  state.list = null;
+  state.selected.clear();
+  clearCards();
+  for (const link of $$("nav.views a")) {
+    if (link.dataset.view === name) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+  }
+  $("#runs-heading").textContent = view.title;
+  $("#view-note").textContent = view.note;
+  $("#summary").textContent = "";
+  updateBulk();
+  if (focus) $("#runs-heading").focus();
+  refresh().then(schedule);
+}
+
+function readFilters() {
+  const form = $("#filters");
+  for (const name of Object.keys(state.filters)) state.filters[name] = form.elements[name].value.trim();
+  state.size = Number(form.elements.size.value) || 20;
+  const params = new URLSearchParams(Object.entries(state.filters).filter(([, v]) => v));
+  if (state.size !== 20) params.set("size", String(state.size));
+  const query = params.toString();
+  history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}${location.hash}`);
+}
+
+function writeFilters() {
+  const params = new URLSearchParams(location.search);
+  const form = $("#filters");
+  for (const name of Object.keys(state.filters)) {
+    state.filters[name] = params.get(name) ?? "";
+    if (name === "agent" && state.filters.agent) form.elements.agent.append(h("option", { value: state.filters.agent }, state.filters.agent));
+    form.elements[name].value = state.filters[name];
+  }
+  const size = params.get("size");
+  if (size && [...form.elements.size.options].some((o) => o.value === size)) form.elements.size.value = size;
+  state.size = Number(form.elements.size.value);
+}
+
+function applyFilters(event) {
+  event?.preventDefault();
+  readFilters();
+  state.cursors = [null];
+  state.selected.clear();
+  refresh();
+}
+
+function clearFilters() {
+  const form = $("#filters");
+  for (const name of Object.keys(state.filters)) form.elements[name].value = "";
+  applyFilters();
+}
+
+/** A date input's day, from its first to its last millisecond in the user's time zone. */
+function dayBound(value, end) {
+  const [year, month, day] = value.split("-").map(Number);
+  const date = end ? new Date(year, month - 1, day, 23, 59, 59, 999) : new Date(year, month - 1, day);
+  return date.toISOString();
+}
+
+function variables() {
+  const f = state.filters;
+  const filter = {};
+  if (f.agent) filter.agentId = f.agent;
+  if (f.resource) filter.resourceId = f.resource;
+  if (f.thread) filter.threadId = f.thread;
+  if (f.from) filter.fromDate = dayBound(f.from, false);
+  if (f.to) filter.toDate = dayBound(f.to, true);
+  const statuses = VIEWS[state.view].statuses;
+  if (statuses) filter.status = statuses;
+  return { filter, first: state.size, after: state.cursors.at(-1) };
+}
+
+function page(step) {
+  if (step > 0 && state.list?.nextCursor) state.cursors.push(state.list.nextCursor);
+  if (step < 0 && state.cursors.length > 1) state.cursors.pop();
+  state.selected.clear();
+  refresh().then(() => $("#runs-heading").focus());
+}
+
+// Loading and polling ---------------------------------------------------------------------
+
+function refresh() {
+  return load();
+}
+
+async function load() {
+  if (!signedIn) return;
+  const mine = ++sequence;
+  if (state.view !== "waiting" && !features.runs) return unavailable();
+  const query = state.view === "waiting" ? waitingQuery() : runsQuery();
+  try {
+    const { data } = await api.query(query, variables());
+    if (mine !== sequence) return;
+    loadedAt = Date.now();
+    problem("");
+    show(data);
+  } catch (error) {
+    if (mine === sequence) await loadFailed(error);
+  }
+  tick();
+}
+
+async function loadFailed(error) {
+  if (error instanceof api.Unauthenticated) {
+    askCredentials(`The server asks for credentials again (${error.message}).`);
+  } else if (error instanceof api.GraphQLErrors && missingFeature(error)) {
+    features[missingFeature(error)] = false;
+    await load();
+  } else if (error instanceof api.GraphQLErrors && error.codes.includes("FORBIDDEN")) {
+    problem("These credentials may not read runs: they have no role that allows it.");
+  } else if (error instanceof api.GraphQLErrors) {
+    problem(`The server refused the request: ${error.message}`);
+  } else {
+    problem(`Cannot reach the server (${error.message}); trying again.`);
+  }
+}
+
+function unavailable() {
+  $("#summary").textContent = "This server cannot list runs by state yet (it has no `runs` query): this view needs a newer server.";
+  state.list = { runs: [], total: 0, hasMore: false, nextCursor: null };
+  renderList([]);
+  $("#empty").hidden = true;
+}
+
+function schedule() {
+  clearTimeout(timer);
+  if (!signedIn || document.hidden || !$("#auto-refresh").checked) return;
+  timer = setTimeout(async () => {
+    await refresh();
+    schedule();
+  }, POLL_MS);
+}
+
+function problem(text) {
+  $("#problem").textContent = text;
+}
+
+/** Every second: "updated 5 s ago", and each run's age. */
+function tick() {
+  const paused = document.hidden || !$("#auto-refresh").checked ? " (auto-refresh paused)" : "";
+  $("#updated").textContent = loadedAt ? `updated ${ago(new Date(loadedAt).toISOString())}${paused}` : "not loaded yet";
+  for (const time of $$("time[data-since]")) {
+    time.textContent = `${time.dataset.verb} ${ago(time.dataset.since)}`.trim();
+  }
+  for (const time of $$("time[data-until]")) time.textContent = until(time.dataset.until);
+}
+
+// Showing a page of runs -------------------------------------------------------------------
+
+function show(data) {
+  showAgents(data.agents ?? []);
+  state.list = data.list;
+  const runs = visibleRuns();
+  const ids = new Set(runs.map((r) => r.runId));
+  for (const id of state.selected) if (!ids.has(id)) state.selected.delete(id);
+  renderList(runs);
+  summarize(runs);
+  updateBulk();
+}
+
+function visibleRuns() {
+  const runs = state.list?.runs ?? [];
+  if (state.view !== "operator") return runs;
+  return runs.filter((run) => run.status === "STALLED" || run.outcomeUnknown);
+}
+
+function summarize(runs) {
+  const list = state.list;
+  const total = list.total;
+  const words = {
+    waiting: `${total} ${total === 1 ? "run waits" : "runs wait"} for a decision`,
+    operator: `${runs.length} ${runs.length === 1 ? "run needs" : "runs need"} an operator on this page`,
+    recent: `${total} decided or finished ${total === 1 ? "run" : "runs"}`,
+  };
+  let text = words[state.view];
+  const running = list.runs.length - runs.length;
+  if (running > 0) text += ` (${running} more ${running === 1 ? "is" : "are"} being continued normally, not shown)`;
+  $("#summary").textContent = `${text}.`;
+  $("#empty").textContent = VIEWS[state.view].empty;
+  $("#empty").hidden = runs.length > 0;
+  const first = (state.cursors.length - 1) * state.size;
+  $("#page-label").textContent = list.runs.length
+    ? `Page ${state.cursors.length}: runs ${first + 1} to ${first + list.runs.length} of ${total}`
+    : `Page ${state.cursors.length}`;
+  $("#newer").disabled = state.cursors.length <= 1;
+  $("#older").disabled = !list.hasMore;
+}
+
+function showAgents(agents) {
+  const select = $("#f-agent");
+  const signature = JSON.stringify(agents);
+  if (select.dataset.signature === signature) return;
+  select.dataset.signature = signature;
+  const current = state.filters.agent;
+  const options = agents.map((a) =>
+    h("option", { value: a.id }, `${a.id} (${a.runtime === "PYTHON" ? "Python" : "Mastra"}, ${a.suspendedRuns} waiting)`),
+  );
+  if (current && !agents.some((a) => a.id === current)) options.push(h("option", { value: current }, current));
+  select.replaceChildren(h("option", { value: "" }, "All agents"), ...options);
+  select.value = current;
+}
+
+function cardSignature(run) {
+  const mine = (key) => key === run.runId || key.startsWith(`${run.runId}/`);
+  return JSON.stringify([
+    run,
+    state.view,
+    state.role,
+    state.roleKnown,
+    features.editedArgs,
+    state.selected.has(run.runId),
+    [...state.busy].filter(mine),
+    [...state.notes].filter(([key]) => mine(key)),
+    [...state.open].filter(mine),
+  ]);
+}
+
+/** Cards updated in place: a card is rebuilt only when its run (or what the page shows
+ * about it) changed, so that polling never takes away what the user is typing or where
+ * the keyboard focus is. */
+function renderList(runs) {
+  const container = $("#runs");
+  const focused = document.activeElement;
+  if (focused?.dataset?.focus) {
+    wantFocus = { key: focused.dataset.focus, run: focused.closest("article.run")?.dataset.run };
+  }
+  const before = [...cards.keys()];
+  let previous = null;
+  for (const run of runs) {
+    const signature = cardSignature(run);
+    let entry = cards.get(run.runId);
+    if (!entry || entry.signature !== signature) {
+      const card = runCard(run, act);
+      entry?.card.replaceWith(card);
+      entry = { card, signature };
+      cards.set(run.runId, entry);
+    }
+    const next = previous ? previous.nextElementSibling : container.firstElementChild;
+    if (next !== entry.card) container.insertBefore(entry.card, next);
+    previous = entry.card;
+  }
+  const shown = new Set(runs.map((run) => run.runId));
+  for (const [id, entry] of cards) {
+    if (!shown.has(id)) {
+      entry.card.remove();
+      cards.delete(id);
+    }
+  }
+  restoreFocus(before);
+}
+
+/** Focus back where it was before a card was rebuilt; when its run left the list, on the
+ * next run's heading (else the list's). */
+function restoreFocus(before) {
+  if (!wantFocus) return;
+  const active = document.activeElement;
+  if (active && active !== document.body && active.dataset?.focus !== wantFocus.key) {
+    wantFocus = null; // the user moved on
+    return;
+  }
+  const target = document.querySelector(`[data-focus="${CSS.escape(wantFocus.key)}"]`);
+  if (target?.disabled) return; // its request is in flight: focused again once it is back
+  if (target) {
+    if (target !== active) target.focus();
+  } else {
+    const gone = before.indexOf(wantFocus.run);
+    const near = [...before.slice(gone + 1), ...before.slice(0, gone).reverse()];
+    const id = cards.has(wantFocus.run) ? wantFocus.run : near.find((run) => cards.has(run));
+    (id ? cards.get(id).card.querySelector("h3") : $("#runs-heading")).focus();
+  }
+  wantFocus = null;
+}
+
+function rerender() {
+  if (!state.list) return;
+  renderList(visibleRuns());
+  updateBulk();
+}
+
+function clearCards() {
+  for (const entry of cards.values()) entry.card.remove();
+  cards.clear();
+}
+
+// Selection and bulk decisions -------------------------------------------------------------
+
+function updateBulk() {
+  const shown = state.view === "waiting" && may("APPROVER") && signedIn;
+  $("#bulk").hidden = !shown;
+  const count = state.selected.size;
+  $("#selected-count").textContent = `${count} selected`;
+  $("#bulk-approve").disabled = count === 0;
+  $("#bulk-decline").disabled = count === 0;
+  const runs = visibleRuns();
+  $("#select-all").checked = runs.length > 0 && runs.every((r) => state.selected.has(r.runId));
+}
+
+function select(run, checked) {
+  if (checked) state.selected.add(run.runId);
+  else state.selected.delete(run.runId);
+  rerender();
+}
+
+function selectAll(event) {
+  for (const run of visibleRuns()) {
+    if (event.target.checked) state.selected.add(run.runId);
+    else state.selected.delete(run.runId);
+  }
+  rerender();
+}
+
+// The answer log ----------------------------------------------------------------------------
+
+function log(label, text, tone) {
+  const list = $("#answers");
+  const now = new Date();
+  list.prepend(
+    h(
+      "li",
+      { class: `tone-${tone}` },
+      h("time", { datetime: now.toISOString() }, now.toLocaleTimeString()),
+      " ",
+      h("strong", {}, label),
+      ": ",
+      text,
+    ),
+  );
+  while (list.children.length > 30) list.lastElementChild.remove();
+}
+
+// Start -------------------------------------------------------------------------------------
+
+function wire() {
+  $("#sign-in-form").addEventListener("submit", signIn);
+  $("#sign-out").addEventListener("click", signOut);
+  $("#filters").addEventListener("submit", applyFilters);
+  $("#f-agent").addEventListener("change", applyFilters);
+  $("#f-size").addEventListener("change", applyFilters);
+  $("#clear-filters").addEventListener("click", clearFilters);
+  $("#refresh").addEventListener("click", () => refresh());
+  $("#auto-refresh").addEventListener("change", () => {
+    schedule();
+    tick();
+  });
+  $("#newer").addEventListener("click", () => page(-1));
+  $("#older").addEventListener("click", () => page(1));
+  $("#select-all").addEventListener("change", selectAll);
+  $("#bulk-approve").addEventListener("click", () => actions.decideSelected("APPROVE", null));
+  $("#bulk-decline").addEventListener("click", () => actions.decideSelected("DECLINE", $("#bulk-reason").value.trim()));
+  window.addEventListener("hashchange", () => signedIn && setView(viewFromHash()));
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden) clearTimeout(timer);
+    else refresh().then(schedule);
+    tick();
+  });
+}
+
+actions.connect({ refresh, render: rerender, log, signIn: askCredentials });
+wire();
+writeFilters();
+setInterval(tick, 1000);
+whoami();

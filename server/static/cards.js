@@ -1,0 +1,271 @@
+// One run, as a card: who and where, how long it has waited, its tool calls with their
+// arguments or suspend payload, and the actions the caller's role allows in this view.
+
+import { ago, pastTense, until } from "./answers.js";
+import { h, idFor } from "./dom.js";
+import { pretty, renderJson } from "./json.js";
+import { features } from "./queries.js";
+import { may, state } from "./state.js";
+
+/**
+ * `act` holds the handlers: decide(run, call, action, extra, key), operate(run, action,
+ * reason, key), select(run, checked).
+ */
+export function runCard(run, act) {
+  const id = idFor("run", run.runId);
+  const card = h(
+    "article",
+    { class: `run status-${run.status.toLowerCase()}`, id, "aria-labelledby": `${id}-title`, "data-run": run.runId },
+    header(run, id, act),
+    h("ol", { class: "calls", "aria-label": "Tool calls" }, run.toolCalls.map((call) => callItem(run, call, act))),
+    state.view === "recent" ? outcome(run) : null,
+    state.view === "operator" ? operatorActions(run, id, act) : null,
+    note(run.runId),
+  );
+  return card;
+}
+
+function header(run, id, act) {
+  const selectable = state.view === "waiting" && may("APPROVER");
+  return h(
+    "header",
+    { class: "run-head" },
+    selectable
+      ? h(
+          "span",
+          { class: "select" },
+          h("input", {
+            type: "checkbox",
+            id: `${id}-select`,
+            checked: state.selected.has(run.runId),
+            "data-focus": `${run.runId}/select`,
+            "aria-describedby": `${id}-title`,
+            on: { change: (event) => act.select(run, event.target.checked) },
+          }),
+          h("label", { for: `${id}-select` }, "Select"),
+        )
+      : null,
+    h(
+      "h3",
+      { id: `${id}-title`, tabindex: "-1" },
+      h("span", { class: "agent" }, run.agentId),
+      " ",
+      h("span", { class: `badge runtime-${run.runtime.toLowerCase()}` }, run.runtime === "PYTHON" ? "Python" : "Mastra"),
+      state.view === "waiting" ? null : [" ", h("span", { class: "badge state" }, statusWords(run))],
+    ),
+    since(run),
+    h(
+      "dl",
+      { class: "meta" },
+      metaItem("Thread", run.threadId),
+      metaItem("Resource", run.resourceId),
+      metaItem("Run", run.runId),
+    ),
+  );
+}
+
+function statusWords(run) {
+  return run.status === "RUNNING" && run.outcomeUnknown ? "RUNNING · outcome unknown" : run.status;
+}
+
+function metaItem(term, value) {
+  return [h("dt", {}, term), h("dd", {}, value ? h("code", {}, value) : h("span", { class: "none" }, "none"))];
+}
+
+/** "suspended 3 min ago": kept current by the page's clock (data-since). */
+function since(run) {
+  const parts = [];
+  const when = run.suspendedAt ?? run.createdAt;
+  const verb = state.view === "waiting" ? "suspended" : "created";
+  parts.push(timeAgo(verb, state.view === "waiting" ? when : run.createdAt));
+  if (run.decidedAt) {
+    parts.push(" · ", timeAgo(`decided${run.decidedBy ? ` by ${run.decidedBy}` : ""}`, run.decidedAt));
+  }
+  return h("p", { class: "age" }, parts);
+}
+
+export function timeAgo(verb, iso) {
+  return h(
+    "time",
+    { datetime: iso, title: new Date(iso).toLocaleString(), "data-since": iso, "data-verb": verb },
+    `${verb} ${ago(iso)}`,
+  );
+}
+
+function callItem(run, call, act) {
+  const id = idFor("call", run.runId, call.toolCallId);
+  const approval = call.requiresApproval;
+  return h(
+    "li",
+    { class: `call ${approval ? "approval" : "suspension"}` },
+    h(
+      "h4",
+      { id: `${id}-title` },
+      h("span", { class: "tool" }, call.toolName ?? "unnamed tool"),
+      " ",
+      h("span", { class: "kind" }, approval ? "needs approval" : "waits for data"),
+    ),
+    call.toolCallId ? h("p", { class: "call-id" }, "call ", h("code", {}, call.toolCallId)) : null,
+    h("p", { class: "label" }, approval ? "Arguments" : "It asks"),
+    h("div", { class: "payload" }, renderJson(approval ? call.args : call.suspendPayload)),
+    call.decision ? decided(call.decision) : null,
+    !call.decision && call.expiresAt ? expires(call.expiresAt) : null,
+    !call.decision && state.view === "waiting" && may("APPROVER") ? controls(run, call, id, act) : null,
+    note(`${run.runId}/${call.toolCallId}`),
+  );
+}
+
+function decided(decision) {
+  const reason = decision.reason ? ` (reason: ${decision.reason})` : "";
+  return h(
+    "p",
+    { class: "decided" },
+    `${pastTense(decision.action)[0].toUpperCase()}${pastTense(decision.action).slice(1)} by ${decision.decidedBy}${reason}, `,
+    timeAgo("", decision.decidedAt),
+  );
+}
+
+function expires(iso) {
+  return h(
+    "p",
+    { class: "expires" },
+    "Declined by itself ",
+    h("time", { datetime: iso, title: new Date(iso).toLocaleString(), "data-until": iso }, until(iso)),
+    " unless decided.",
+  );
+}
+
+function controls(run, call, id, act) {
+  const key = `${run.runId}/${call.toolCallId}`;
+  const busy = state.busy.has(key);
+  const described = `${id}-title`;
+  if (!call.requiresApproval) return resumeControls(run, call, id, act, busy);
+  const reasonId = `${id}-reason`;
+  return h(
+    "div",
+    { class: "controls" },
+    h(
+      "div",
+      { class: "actions" },
+      button("Approve", `${key}/approve`, busy, described, () => act.decide(run, call, "APPROVE", {}, key), "primary"),
+      h("label", { for: reasonId }, "Reason for declining"),
+      draftInput("input", reasonId, `${key}/reason`, { type: "text" }),
+      button("Decline", `${key}/decline`, busy, described, () =>
+        act.decide(run, call, "DECLINE", { reason: draft(`${key}/reason`) || null }, key),
+      ),
+    ),
+    run.runtime === "PYTHON" && features.editedArgs ? editor(run, call, id, act, busy) : null,
+  );
+}
+
+function editor(run, call, id, act, busy) {
+  const key = `${run.runId}/${call.toolCallId}`;
+  const areaId = `${id}-args`;
+  const draftKey = `${key}/args`;
+  if (!state.drafts.has(draftKey)) state.drafts.set(draftKey, pretty(call.args));
+  const details = h(
+    "details",
+    { class: "edit", open: state.open.has(draftKey), on: { toggle: (e) => toggleOpen(draftKey, e.target.open) } },
+    h("summary", { "data-focus": `${draftKey}/summary` }, "Edit the arguments, then approve"),
+    h("label", { for: areaId }, "Arguments (JSON)"),
+    draftInput("textarea", areaId, draftKey, { rows: 6, spellcheck: "false" }),
+    button("Approve with these arguments", `${key}/approve-edited`, busy, `${id}-title`, () =>
+      act.decide(run, call, "APPROVE", { editedArgsText: draft(draftKey), field: areaId }, key),
+    ),
+  );
+  return details;
+}
+
+function resumeControls(run, call, id, act, busy) {
+  const key = `${run.runId}/${call.toolCallId}`;
+  const areaId = `${id}-resume`;
+  return h(
+    "div",
+    { class: "controls" },
+    h("label", { for: areaId }, "Resume data (JSON)"),
+    draftInput("textarea", areaId, `${key}/resume`, { rows: 3, spellcheck: "false", placeholder: "the tool's result, as JSON" }),
+    h(
+      "div",
+      { class: "actions" },
+      button("Resume", `${key}/resume-button`, busy, `${id}-title`, () =>
+        act.decide(run, call, "RESUME", { resumeText: draft(`${key}/resume`), field: areaId }, key),
+        "primary",
+      ),
+    ),
+  );
+}
+
+function operatorActions(run, id, act) {
+  const stuck = run.status === "STALLED" || (run.status === "RUNNING" && run.outcomeUnknown);
+  if (!stuck) return null;
+  const key = run.runId;
+  const busy = state.busy.has(key);
+  const reasonId = `${id}-op-reason`;
+  const explain = run.outcomeUnknown
+    ? "A decision's answer was lost: it may or may not have been applied."
+    : "The process continuing it stopped renewing its claim.";
+  if (!may("APPROVER")) return h("p", { class: "explain" }, explain);
+  return h(
+    "div",
+    { class: "controls operator" },
+    h("p", { class: "explain" }, `${explain} Release puts it back to waiting (a tool that had started may run again); cancel ends it, and its pending tools never run.`),
+    h("label", { for: reasonId }, "Reason (kept in the audit log)"),
+    draftInput("input", reasonId, `${key}/op-reason`, { type: "text" }),
+    h(
+      "div",
+      { class: "actions" },
+      may("ADMIN")
+        ? button("Release", `${key}/release`, busy, `${id}-title`, () => act.operate(run, "RELEASE", draft(`${key}/op-reason`) || null, key))
+        : null,
+      button("Cancel run", `${key}/cancel`, busy, `${id}-title`, () => act.operate(run, "CANCEL", draft(`${key}/op-reason`) || null, key), "danger"),
+    ),
+  );
+}
+
+function outcome(run) {
+  if (run.status === "COMPLETED" && run.output !== null && run.output !== undefined) {
+    return h("div", { class: "outcome" }, h("p", { class: "label" }, "Output"), h("div", { class: "payload" }, renderJson(run.output)));
+  }
+  if (run.status === "FAILED") return h("p", { class: "outcome failed" }, `Failed: ${run.error ?? "no reason given"}`);
+  if (run.status === "ENDED") return h("p", { class: "outcome" }, "It left the suspended state elsewhere (on its Mastra server).");
+  if (run.status === "CANCELLED") return h("p", { class: "outcome" }, "An operator cancelled it.");
+  return null;
+}
+
+function button(text, focusKey, busy, describedBy, onClick, kind = "") {
+  return h("button", { type: "button", class: kind, disabled: busy, "data-focus": focusKey, "aria-describedby": describedBy, on: { click: onClick } }, text);
+}
+
+function draftInput(tag, id, draftKey, props) {
+  const refused = state.invalid.get(id);
+  return h(tag, {
+    id,
+    ...props,
+    autocomplete: "off",
+    value: state.drafts.get(draftKey) ?? "",
+    "data-focus": draftKey,
+    "aria-invalid": refused ? "true" : null,
+    "aria-describedby": refused ? idFor("note", refused) : null,
+    on: {
+      input: (e) => {
+        state.drafts.set(draftKey, e.target.value);
+        if (state.invalid.delete(id)) e.target.removeAttribute("aria-invalid");
+      },
+    },
+  });
+}
+
+function draft(key) {
+  return state.drafts.get(key) ?? "";
+}
+
+function toggleOpen(key, open) {
+  if (open) state.open.add(key);
+  else state.open.delete(key);
+}
+
+function note(key) {
+  const said = state.notes.get(key);
+  if (!said) return null;
+  return h("p", { class: `note-${said.tone}`, id: idFor("note", key), role: said.alert ? "alert" : null }, said.text);
+}
