@@ -1,0 +1,609 @@
+"""The approval inbox (server/inbox.py, server/static/) in a real headless Chromium, driven
+by Playwright, on a real server (uvicorn) with API keys: the page uses the public GraphQL
+API only, and loads nothing from another origin (checked on every page of every test).
+
+Chromium is Debian's (`/usr/bin/chromium`; scripts/test installs it). Set
+`SKIP_BROWSER_TESTS=1` to skip these tests where it cannot be installed, and
+`UPDATE_INBOX_SCREENSHOT=1` to write the README's screenshot (docs/inbox.png).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
+from pymongo import MongoClient
+
+from suspended_runs.server import Settings, create_app
+from suspended_runs.server.embedded_mongodb import free_port
+from suspended_runs.server.inbox import CONTENT_SECURITY_POLICY
+from suspended_runs.storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
+from tests.helpers import load_snapshots, wait_until_serving
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT = Path(__file__).parent.parent / "docs" / "inbox.png"
+KEYS = {"alice": "admin", "bob": "approver", "vera": "viewer"}
+"""API key names and roles; each key is `key-<name>`, and sees every run."""
+START = "mutation($input: StartRunInput!) { startRun(input: $input) { ... on RunStarted { run { runId toolCalls { toolCallId } } } } }"  # noqa: E501
+
+expect.set_options(timeout=15_000)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        if os.environ.get("SKIP_BROWSER_TESTS"):
+            pytest.skip("SKIP_BROWSER_TESTS is set and chromium is not installed")
+        pytest.fail("chromium is not installed: apt-get install chromium (scripts/test does)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module")
+def keys_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("keys") / "api_keys.json"
+    entries = [
+        {"name": name, "sha256": _digest(f"key-{name}"), "role": role, "scope": "all"}
+        for name, role in KEYS.items()
+    ]
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class ThreadedServer:
+    """The app served by uvicorn in a thread, on a free port."""
+
+    def __init__(self, settings: Settings) -> None:
+        config = uvicorn.Config(
+            create_app(settings),
+            host="127.0.0.1",
+            port=free_port(),
+            log_config=None,
+            access_log=False,
+        )
+        self.server = uvicorn.Server(config)
+        self.url = f"http://127.0.0.1:{config.port}"
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        wait_until_serving(f"{self.url}/readyz", alive=self.thread.is_alive, within=30)
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)
+
+
+@dataclass
+class Inbox:
+    """A server on a fresh database, and the browser pages opened on it."""
+
+    url: str
+    database: Any
+    browser: Browser
+    requests: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    pages: list[Page] = field(default_factory=list)
+
+    def gql(self, query: str, variables: dict[str, Any] | None = None, key: str = "alice") -> Any:
+        response = httpx.post(
+            f"{self.url}/graphql",
+            json={"query": query, "variables": variables},
+            headers={"X-API-Key": f"key-{key}"},
+            timeout=30,
+        )
+        body = response.json()
+        assert "errors" not in body, body
+        return body["data"]
+
+    def start(self, agent: str, prompt: str = "go", **extra: Any) -> dict[str, Any]:
+        data = self.gql(START, {"input": {"agentId": agent, "prompt": prompt, **extra}})
+        run: dict[str, Any] = data["startRun"]["run"]
+        return run
+
+    def has(self, type_name: str, field_name: str) -> bool:
+        """Whether the served schema has `field_name` on `type_name` (or input field)."""
+        query = "query($t: String!) { __type(name: $t) { fields { name } inputFields { name } } }"
+        found = self.gql(query, {"t": type_name})["__type"] or {}
+        names = [f["name"] for f in (found.get("fields") or []) + (found.get("inputFields") or [])]
+        return field_name in names
+
+    def seed_mastra(self) -> None:
+        self.database[SNAPSHOTS_COLLECTION].insert_many(load_snapshots())
+
+    def open(
+        self, key: str | None = "alice", *, auto_refresh: bool = True, clock: bool = False
+    ) -> Page:
+        context = self.browser.new_context(
+            viewport={"width": 1280, "height": 900}, timezone_id="UTC", locale="en-GB"
+        )
+        page = context.new_page()
+        if clock:  # the page's timers run when the test moves its clock
+            page.clock.install()
+        page.on("request", lambda request: self._record(request))
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.pages.append(page)
+        page.goto(f"{self.url}/")
+        if key is not None:
+            sign_in(page, f"key-{key}")
+            expect(page.locator("#who-text")).to_contain_text(f"key:{key}")
+            expect(page.locator("#updated")).to_contain_text("updated")
+        if not auto_refresh:
+            page.get_by_label("Refresh every few seconds").uncheck()
+        return page
+
+    def _record(self, request: Request) -> None:
+        self.requests.append(request.url)
+
+
+def sign_in(page: Page, credential: str) -> None:
+    page.get_by_label("Key or token").fill(credential)
+    page.get_by_role("button", name="Sign in").click()
+
+
+@pytest.fixture
+def inbox(browser: Browser, mongo_uri: str, keys_file: Path) -> Iterator[Inbox]:
+    name = f"inbox_{uuid.uuid4().hex[:10]}"
+    client: MongoClient[Any] = MongoClient(mongo_uri, tz_aware=True)
+    settings = Settings(
+        mongodb_uri=mongo_uri, mongodb_db=name, sync_poll_interval=0.2, api_keys_file=keys_file
+    )
+    try:
+        with ThreadedServer(settings) as url:
+            inbox = Inbox(url, client[name], browser)
+            yield inbox
+            for page in inbox.pages:
+                page.context.close()
+    finally:
+        client.drop_database(name)
+        client.close()
+    assert inbox.requests, "no page made a request"
+    assert all(url.startswith(f"{inbox.url}/") for url in inbox.requests), inbox.requests
+    assert not inbox.errors, inbox.errors
+
+
+def card(page: Page, run_id: str) -> Any:
+    return page.locator(f'article[data-run="{run_id}"]')
+
+
+def answers(page: Page) -> Any:
+    return page.locator("#answers")
+
+
+@pytest.mark.parametrize("env", ["development", "production"])
+def test_the_page_and_its_files_are_served_to_anyone_under_a_strict_policy(
+    mongo_uri: str, keys_file: Path, env: str
+) -> None:
+    name = f"inbox_{uuid.uuid4().hex[:10]}"
+    settings = Settings(mongodb_uri=mongo_uri, mongodb_db=name, api_keys_file=keys_file, env=env)
+    with ThreadedServer(settings) as url:
+        for path in ("/", "/static/app.js", "/static/inbox.css", "/static/favicon.svg"):
+            response = httpx.get(f"{url}{path}")  # no credentials: the API calls need them
+            assert response.status_code == 200, path
+            assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+            assert response.headers["x-content-type-options"] == "nosniff"
+        assert (
+            httpx.get(f"{url}/static/app.js").headers["content-type"].startswith("text/javascript")
+        )
+        html = httpx.get(f"{url}/", headers={"accept": "text/html"}).text
+        assert '<script type="module" src="/static/app.js"></script>' in html
+        assert not re.search(r"<script>|<style|style=| on[a-z]+=", html)  # nothing inline
+        assert not re.search(r'(src|href)="(https?:)?//', html)
+        assert httpx.get(f"{url}/static/missing.js").status_code == 404
+        for name, role in KEYS.items():  # what the page asks to offer only what one may do
+            viewer = httpx.get(
+                f"{url}/graphql",
+                params={"query": "{ viewer { subject role authenticated } }"},
+                headers={"X-API-Key": f"key-{name}"},
+            ).json()["data"]["viewer"]
+            assert viewer == {"subject": f"key:{name}", "role": role.upper(), "authenticated": True}
+        ide = httpx.get(f"{url}/graphql", headers={"accept": "text/html"})
+        # GraphiQL stays the development tool; production serves the inbox only.
+        assert ide.status_code == (200 if env == "development" else 401)
+    with MongoClient[Any](mongo_uri) as client:
+        client.drop_database(name)
+
+
+def test_runs_across_agents_are_listed_filtered_and_paged(inbox: Inbox, tmp_path: Path) -> None:
+    cleaner = inbox.start("file-cleaner", "please delete /tmp/report.txt", threadId="t-42")
+    long_path = "/tmp/" + "x" * 300
+    inbox.start("file-cleaner", f"delete {long_path}", resourceId="user-7")
+    asker = inbox.start("city-asker", "Where shall we meet?", threadId="t-42")
+    page = inbox.open("alice")
+    summary = page.locator("#summary")
+    expect(summary).to_have_text("3 runs wait for a decision.")
+    inbox.seed_mastra()  # listed by the follower, then by the page's next poll
+    expect(summary).to_have_text("9 runs wait for a decision.")
+    mastra = card(page, "d9136ea3-d391-4495-ae37-e4fee5e374a8")
+    expect(mastra.locator("h3")).to_have_text("approver Mastra")
+    expect(mastra.locator(".meta dd")).to_have_text(
+        ["thread-3", "user-1", "d9136ea3-d391-4495-ae37-e4fee5e374a8"]
+    )
+    expect(mastra.locator(".age")).to_have_text(re.compile(r"suspended \d+ (h|days?) ago"))
+    expect(mastra.locator(".payload")).to_have_text('{"path":"/tmp/b.txt"}')
+    python = card(page, cleaner["runId"])
+    expect(python.locator("h3")).to_have_text("file-cleaner Python")
+    expect(python.locator(".age")).to_have_text(re.compile(r"suspended (just now|\d+ s ago)"))
+    expect(card(page, asker["runId"]).locator(".payload")).to_have_text(
+        '{"question":"Where shall we meet?"}'
+    )
+    folded = page.locator("details.json-fold", has_text="305 characters")
+    expect(folded).to_have_count(1)
+    expect(folded.locator("pre")).to_be_hidden()
+    folded.locator("summary").click()
+    expect(folded.locator("pre")).to_have_text(long_path)
+    _filters_narrow_the_list(page, summary)
+    _pages_follow_the_keyset(page)
+    card(page, cleaner["runId"]).get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page)).to_contain_text("Approved delete_file. The run completed")
+    expect(summary).to_have_text("8 runs wait for a decision.")
+    _screenshot(page, tmp_path)
+
+
+def _filters_narrow_the_list(page: Page, summary: Any) -> None:
+    page.get_by_label("Agent").select_option("approver")
+    expect(summary).to_have_text("3 runs wait for a decision.")
+    expect(page.locator("article.run h3")).to_have_text(["approver Mastra"] * 3)
+    page.get_by_label("Agent").select_option("")
+    page.get_by_label("Thread").fill("t-42")
+    page.get_by_label("Thread").press("Enter")
+    expect(summary).to_have_text("2 runs wait for a decision.")
+    page.get_by_role("button", name="Clear").click()
+    page.get_by_label("Resource").fill("user-1")
+    page.get_by_label("Created to").fill(dt.date(2026, 11, 30).isoformat())
+    page.get_by_role("button", name="Apply filters").click()
+    expect(summary).to_have_text("3 runs wait for a decision.")
+    page.get_by_label("Created from").fill(dt.date(2026, 12, 1).isoformat())
+    page.get_by_role("button", name="Apply filters").click()
+    expect(page.locator("#problem")).to_contain_text("fromDate must not be after toDate")
+    page.get_by_role("button", name="Clear").click()
+    today = dt.datetime.now(dt.UTC).date().isoformat()
+    page.get_by_label("Created from").fill(today)
+    page.get_by_role("button", name="Apply filters").click()
+    expect(summary).to_have_text("3 runs wait for a decision.")
+    expect(page.locator("article.run .badge")).to_have_text(["Python"] * 3)
+    page.get_by_role("button", name="Clear").click()
+    expect(summary).to_have_text("9 runs wait for a decision.")
+
+
+def _pages_follow_the_keyset(page: Page) -> None:
+    page.get_by_label("Per page").select_option("5")
+    label = page.locator("#page-label")
+    expect(label).to_have_text("Page 1: runs 1 to 5 of 9")
+    first_page = page.locator("article.run").evaluate_all("cards => cards.map(c => c.dataset.run)")
+    expect(page.get_by_role("button", name="Newer")).to_be_disabled()
+    page.get_by_role("button", name="Older").click()
+    expect(label).to_have_text("Page 2: runs 6 to 9 of 9")
+    expect(page.get_by_role("button", name="Older")).to_be_disabled()
+    second_page = page.locator("article.run").evaluate_all("cards => cards.map(c => c.dataset.run)")
+    assert len(set(first_page) | set(second_page)) == 9
+    page.get_by_role("button", name="Newer").click()
+    expect(label).to_have_text("Page 1: runs 1 to 5 of 9")
+    page.get_by_label("Per page").select_option("20")
+    expect(page.locator("article.run")).to_have_count(9)
+
+
+def _screenshot(page: Page, tmp_path: Path) -> None:
+    """The README's picture: the inbox with Python and Mastra runs, one answer given."""
+    page.evaluate("window.scrollTo(0, 0)")
+    target = SCREENSHOT if os.environ.get("UPDATE_INBOX_SCREENSHOT") else tmp_path / "inbox.png"
+    page.screenshot(path=str(target))
+    assert target.read_bytes().startswith(b"\x89PNG")
+
+
+def test_approving_completes_a_python_run_which_leaves_for_the_recent_view(inbox: Inbox) -> None:
+    run = inbox.start("file-cleaner", "please delete /tmp/report.txt")
+    other = inbox.start("file-cleaner", "please delete /tmp/draft.txt")
+    page = inbox.open("alice")
+    card(page, run["runId"]).get_by_role("button", name="Approve", exact=True).focus()
+    page.keyboard.press("Enter")  # from the keyboard
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Approved delete_file. The run completed: delete_file: deleted /tmp/report.txt"
+    )
+    expect(card(page, run["runId"])).to_have_count(0)
+    expect(card(page, other["runId"]).locator("h3")).to_be_focused()  # the next run
+    expect(page.locator("#summary")).to_have_text("1 run waits for a decision.")
+    _edited_approval(inbox, page, other["runId"])
+    page.get_by_role("link", name="Recent").click()
+    if not inbox.has("Query", "runs"):
+        expect(page.locator("#summary")).to_contain_text("cannot list runs by state yet")
+        return
+    done = card(page, run["runId"])
+    expect(done.locator(".badge.state")).to_have_text("COMPLETED")
+    expect(done.locator(".outcome")).to_contain_text("delete_file: deleted /tmp/report.txt")
+    expect(done.locator(".decided")).to_contain_text("Approved by key:alice")
+
+
+def _edited_approval(inbox: Inbox, page: Page, run_id: str) -> None:
+    """Approve with edited arguments: checked as JSON here; applied where the API has it."""
+    other = card(page, run_id)
+    other.get_by_text("Edit the arguments, then approve").click()
+    editor = other.get_by_label("Arguments (JSON)")
+    expect(editor).to_have_value('{\n  "path": "/tmp/draft.txt"\n}')
+    editor.fill('{"path": /tmp/other.txt}')
+    other.get_by_role("button", name="Approve with these arguments").click()
+    expect(other.get_by_role("alert")).to_contain_text("This is not JSON")
+    editor.fill('{"path": "/tmp/other.txt"}')
+    other.get_by_role("button", name="Approve with these arguments").click()
+    if inbox.has("ApproveToolCallInput", "editedArgs"):
+        expect(answers(page).locator("li").first).to_contain_text(
+            "Approved delete_file. The run completed: delete_file: deleted /tmp/other.txt"
+        )
+        expect(other).to_have_count(0)
+    else:
+        expect(other.locator(".note-warn")).to_contain_text(
+            "does not take edited arguments yet: nothing was sent"
+        )
+        expect(other.get_by_text("Edit the arguments, then approve")).to_have_count(0)
+
+
+def test_decline_with_a_reason_and_resume_with_checked_json(inbox: Inbox) -> None:
+    doomed = inbox.start("file-cleaner", "please delete /etc/passwd")
+    asker = inbox.start("city-asker", "Where shall we meet?")
+    page = inbox.open("bob")
+    declined = card(page, doomed["runId"])
+    declined.get_by_label("Reason for declining").fill("not that file")
+    declined.get_by_role("button", name="Decline").click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Declined delete_file. The run completed"
+    )
+    log = inbox.gql(
+        "query($id: ID!) { decisionLog(runId: $id) { action decidedBy reason } }",
+        {"id": doomed["runId"]},
+    )["decisionLog"]
+    assert log == [{"action": "DECLINE", "decidedBy": "key:bob", "reason": "not that file"}]
+    resumed = card(page, asker["runId"])
+    data = resumed.get_by_label("Resume data (JSON)")
+    data.fill("{name: Lisbon}")  # not JSON: refused before anything is sent
+    resumed.get_by_role("button", name="Resume").click()
+    expect(resumed.get_by_role("alert")).to_contain_text("This is not JSON")
+    expect(data).to_be_focused()
+    expect(data).to_have_attribute("aria-invalid", "true")
+    expect(data).to_have_accessible_description(re.compile("This is not JSON"))
+    data.fill('{"nom": 1}')  # JSON, but not what the tool returns
+    resumed.get_by_role("button", name="Resume").click()
+    expect(resumed.locator(".note-warn")).to_have_text(
+        "The data does not fit, so nothing was sent: resume data does not fit ask_city's "
+        "result: name: Field required. The run still waits."
+    )
+    expect(data).to_have_value('{"nom": 1}')  # kept for the user to correct
+    data.fill('{"name": "Lisbon"}')
+    resumed.get_by_role("button", name="Resume").click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        'Resumed ask_city. The run completed: ask_city: {"name":"Lisbon"}'
+    )
+    expect(page.locator("article.run")).to_have_count(0)
+    expect(page.locator("#empty")).to_have_text("Nothing waits for a decision.")
+
+
+def test_two_pages_decide_the_same_call_and_the_second_hears_who_was_first(
+    inbox: Inbox,
+) -> None:
+    run = inbox.start("trip-planner", "plan a trip, then delete /tmp/old-plan.txt")
+    alice = inbox.open("alice")
+    bob = inbox.open("bob", auto_refresh=False)  # still shows the call as pending
+    approve = "Approve"
+    card(alice, run["runId"]).get_by_role("button", name=approve, exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text(
+        "Approved delete_file. The run waits on 1 more call."
+    )
+    expect(card(alice, run["runId"]).locator(".decided")).to_contain_text("Approved by key:alice")
+    card(bob, run["runId"]).get_by_role("button", name=approve, exact=True).click()
+    expect(answers(bob).locator("li").first).to_contain_text(
+        "Someone was first: key:alice approved delete_file"
+    )
+    expect(answers(bob).locator("li").first).to_contain_text("Your decision was not applied.")
+    # The second call, decided on its own, ends the run.
+    pending = card(alice, run["runId"])
+    pending.get_by_label("Resume data (JSON)").fill('{"name": "Porto"}')
+    pending.get_by_role("button", name="Resume").click()
+    expect(answers(alice).locator("li").first).to_contain_text(
+        "Resumed ask_city. The run completed"
+    )
+    card(bob, run["runId"]).get_by_label("Resume data (JSON)").fill('{"name": "Faro"}')
+    card(bob, run["runId"]).get_by_role("button", name="Resume").click()
+    expect(answers(bob).locator("li").first).to_contain_text(
+        "Nothing was done: the run no longer waits for a decision. It is COMPLETED. "
+        "key:alice resumed ask_city"
+    )
+
+
+def test_a_viewer_sees_the_runs_but_no_decision_buttons(inbox: Inbox) -> None:
+    run = inbox.start("file-cleaner", "please delete /tmp/report.txt")
+    page = inbox.open(key=None)
+    expect(page.locator("#sign-in-why")).to_have_text(
+        "This server needs an API key or a bearer token."
+    )
+    sign_in(page, "key-nobody")
+    expect(page.locator("#sign-in-why")).to_contain_text(
+        "The server did not accept these credentials"
+    )
+    sign_in(page, "key-vera")
+    expect(page.locator("#who-text")).to_have_text("Signed in as key:vera (viewer)")
+    expect(card(page, run["runId"]).locator(".payload")).to_have_text('{"path":"/tmp/report.txt"}')
+    expect(page.get_by_role("button", name=re.compile("Approve|Decline|Resume"))).to_have_count(0)
+    expect(page.get_by_role("checkbox", name="Select")).to_have_count(0)
+    expect(page.locator("#bulk")).to_be_hidden()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_label("Key or token")).to_be_focused()
+    assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_selected_runs_are_approved_or_declined_together(inbox: Inbox) -> None:
+    first, second, third = (
+        inbox.start("file-cleaner", f"please delete /tmp/{name}.txt") for name in "abc"
+    )
+    asker = inbox.start("city-asker", "Where shall we meet?")
+    page = inbox.open("bob")
+    for run in (first, second, asker):
+        card(page, run["runId"]).get_by_role("checkbox", name="Select").check()
+    expect(page.locator("#selected-count")).to_have_text("3 selected")
+    page.get_by_role("button", name="Approve selected").click()
+    expect(answers(page)).to_contain_text(
+        "1 selected run waits for data, not approval: resume it one by one."
+    )
+    for run, path in ((first, "/tmp/a.txt"), (second, "/tmp/b.txt")):
+        expect(answers(page)).to_contain_text(f"The run completed: delete_file: deleted {path}")
+        expect(card(page, run["runId"])).to_have_count(0)
+    expect(page.locator("#summary")).to_have_text("2 runs wait for a decision.")
+    expect(page.locator("#selected-count")).to_have_text("0 selected")
+    page.get_by_label("Select every run on this page").check()
+    expect(page.locator("#selected-count")).to_have_text("2 selected")
+    page.locator("#bulk-reason").fill("not today")
+    page.get_by_role("button", name="Decline selected").click()
+    expect(card(page, third["runId"])).to_have_count(0)
+    expect(card(page, asker["runId"])).to_have_count(1)  # a suspend() is not declined
+    log = inbox.gql(
+        "query($id: ID!) { decisionLog(runId: $id) { action decidedBy reason } }",
+        {"id": third["runId"]},
+    )["decisionLog"]
+    assert log == [{"action": "DECLINE", "decidedBy": "key:bob", "reason": "not today"}]
+
+
+def _claim(inbox: Inbox, run_id: str, *, expired: bool) -> None:
+    """The run as a process that died (expired) or still works (not) left it: claimed."""
+    now = dt.datetime.now(dt.UTC)
+    expires = now - dt.timedelta(minutes=5) if expired else now + dt.timedelta(hours=1)
+    claim = {"by": "gone:1:dead", "at": now, "expiresAt": expires, "outcomeUnknown": False}
+    inbox.database[RUNS_COLLECTION].update_one(
+        {"runId": run_id}, {"$set": {"status": "RUNNING", "claim": claim}, "$inc": {"version": 1}}
+    )
+
+
+def test_stalled_runs_are_released_or_cancelled_by_an_operator(inbox: Inbox) -> None:
+    if not inbox.has("Query", "runs"):
+        pytest.skip("the server has no `runs` query yet")
+    released, cancelled, working = (
+        inbox.start("file-cleaner", f"please delete /tmp/{name}.txt") for name in "abc"
+    )
+    _claim(inbox, released["runId"], expired=True)
+    _claim(inbox, cancelled["runId"], expired=True)
+    _claim(inbox, working["runId"], expired=False)
+    bob = inbox.open("bob")
+    bob.get_by_role("link", name="Needs an operator").click()
+    expect(bob.locator("#summary")).to_have_text(
+        "2 runs need an operator on this page (1 more is being continued normally, not shown)."
+    )
+    expect(bob.locator("article.run .badge.state")).to_have_text(["STALLED", "STALLED"])
+    expect(bob.get_by_role("button", name="Cancel run")).to_have_count(2)
+    expect(bob.get_by_role("button", name="Release")).to_have_count(0)  # admins only
+    alice = inbox.open("alice")
+    alice.get_by_role("link", name="Needs an operator").click()
+    stalled = card(alice, released["runId"])
+    stalled.get_by_label("Reason (kept in the audit log)").fill("the worker died")
+    stalled.get_by_role("button", name="Release").click()
+    expect(answers(alice).locator("li").first).to_contain_text("Released: the run waits")
+    expect(stalled).to_have_count(0)
+    card(alice, cancelled["runId"]).get_by_role("button", name="Cancel run").click()
+    expect(answers(alice).locator("li").first).to_contain_text("Cancelled: its pending tools")
+    alice.get_by_role("link", name="Waiting for a decision").click()
+    expect(card(alice, released["runId"])).to_have_count(1)  # decidable again
+    alice.get_by_role("link", name="Recent").click()
+    expect(card(alice, cancelled["runId"]).locator(".badge.state")).to_have_text("CANCELLED")
+
+
+def test_polls_are_conditional_gets_paused_while_the_tab_is_hidden(inbox: Inbox) -> None:
+    inbox.start("file-cleaner", "please delete /tmp/report.txt")
+    page = inbox.open("alice", clock=True)
+    polls: list[dict[str, Any]] = []
+    page.on("response", lambda response: _record_poll(polls, response))
+    expect(page.locator("#updated")).to_have_text("updated just now")
+    late = inbox.start("city-asker", "Where shall we meet?")
+    page.clock.fast_forward(4_100)  # the next poll
+    expect(card(page, late["runId"])).to_have_count(1)
+    page.clock.fast_forward(4_100)  # and one more: nothing changed
+    _wait_for(page, lambda: len(polls) >= 2)
+    etag = polls[-2]["etag"]
+    assert polls[-1]["ifNoneMatch"] == etag  # None when the server gives no ETag
+    if etag is not None:
+        assert polls[-1]["status"] == 304
+    expect(page.locator("article.run")).to_have_count(2)
+    page.evaluate(HIDE)
+    asked = len(polls)
+    page.clock.fast_forward(20_000)
+    expect(page.locator("#updated")).to_have_text(
+        re.compile(r"updated \d+ s ago \(auto-refresh paused\)")
+    )
+    assert len(polls) == asked  # hidden: no request at all
+    page.evaluate(SHOW)
+    _wait_for(page, lambda: len(polls) > asked)
+    expect(page.locator("#updated")).to_have_text("updated just now")
+
+
+HIDE = """() => {
+  Object.defineProperty(document, "hidden", { value: true, configurable: true });
+  Object.defineProperty(document, "visibilityState", { value: "hidden", configurable: true });
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+SHOW = """() => {
+  delete document.hidden;
+  delete document.visibilityState;
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def _record_poll(polls: list[dict[str, Any]], response: Any) -> None:
+    request = response.request
+    if request.method == "GET" and "query+Waiting" in request.url:
+        polls.append(
+            {
+                "status": response.status,
+                "etag": response.headers.get("etag"),
+                "ifNoneMatch": request.headers.get("if-none-match"),
+            }
+        )
+
+
+def _wait_for(page: Page, check: Callable[[], bool], within: float = 10.0) -> None:
+    """Until `check` holds; the page's events (page.on) are handled while it waits."""
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        page.wait_for_timeout(50)
+
+
+def test_the_viewer_of_an_open_server_is_the_named_actor_as_an_admin(mongo_uri: str) -> None:
+    name = f"inbox_{uuid.uuid4().hex[:10]}"
+    with ThreadedServer(Settings(mongodb_uri=mongo_uri, mongodb_db=name)) as url:
+        response = httpx.post(
+            f"{url}/graphql",
+            json={"query": "{ viewer { subject role authenticated } }"},
+            headers={"x-actor": "ops@example.com"},
+        )
+    with MongoClient[Any](mongo_uri) as client:
+        client.drop_database(name)
+    assert response.json() == {
+        "data": {"viewer": {"subject": "ops@example.com", "role": "ADMIN", "authenticated": False}}
+    }
