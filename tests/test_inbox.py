@@ -317,6 +317,7 @@ def _pages_follow_the_keyset(page: Page) -> None:
 
 def _screenshot(page: Page, tmp_path: Path) -> None:
     """The README's picture: the inbox with Python and Mastra runs, one answer given."""
+    page.set_viewport_size({"width": 1280, "height": 1280})
     page.evaluate("window.scrollTo(0, 0)")
     target = SCREENSHOT if os.environ.get("UPDATE_INBOX_SCREENSHOT") else tmp_path / "inbox.png"
     page.screenshot(path=str(target))
