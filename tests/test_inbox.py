@@ -253,6 +253,11 @@ def test_runs_across_agents_are_listed_filtered_and_paged(inbox: Inbox, tmp_path
     )
     expect(mastra.locator(".age")).to_have_text(re.compile(r"suspended \d+ (h|days?) ago"))
     expect(mastra.locator(".payload")).to_have_text('{"path":"/tmp/b.txt"}')
+    mastra.get_by_role("button", name="Approve", exact=True).click()  # no Mastra server here
+    expect(mastra.locator(".note-warn")).to_contain_text(
+        "Nothing was applied: no runtime here can continue approver's runs now"
+    )
+    expect(mastra.locator(".note-warn")).to_contain_text("The run still waits")
     python = card(page, cleaner["runId"])
     expect(python.locator("h3")).to_have_text("file-cleaner Python")
     expect(python.locator(".age")).to_have_text(re.compile(r"suspended (just now|\d+ s ago)"))
@@ -345,6 +350,8 @@ def test_approving_completes_a_python_run_which_leaves_for_the_recent_view(inbox
     expect(done.locator(".badge.state")).to_have_text("COMPLETED")
     expect(done.locator(".outcome")).to_contain_text("delete_file: deleted /tmp/report.txt")
     expect(done.locator(".decided")).to_contain_text("Approved by key:alice")
+    if inbox.has("AgentRun", "decidedBy"):
+        expect(done.locator(".age")).to_contain_text("decided by key:alice")
 
 
 def _edited_approval(inbox: Inbox, page: Page, run_id: str) -> None:
@@ -468,6 +475,8 @@ def test_selected_runs_are_approved_or_declined_together(inbox: Inbox) -> None:
     )
     asker = inbox.start("city-asker", "Where shall we meet?")
     page = inbox.open("bob")
+    sent: list[str] = []
+    page.on("request", lambda request: sent.append(request.post_data or ""))
     for run in (first, second, asker):
         card(page, run["runId"]).get_by_role("checkbox", name="Select").check()
     expect(page.locator("#selected-count")).to_have_text("3 selected")
@@ -480,6 +489,8 @@ def test_selected_runs_are_approved_or_declined_together(inbox: Inbox) -> None:
         expect(card(page, run["runId"])).to_have_count(0)
     expect(page.locator("#summary")).to_have_text("2 runs wait for a decision.")
     expect(page.locator("#selected-count")).to_have_text("0 selected")
+    if inbox.has("Mutation", "decideToolCalls"):  # one request for the whole selection
+        assert len([body for body in sent if "decideToolCalls" in body]) == 1
     page.get_by_label("Select every run on this page").check()
     expect(page.locator("#selected-count")).to_have_text("2 selected")
     page.locator("#bulk-reason").fill("not today")
