@@ -363,14 +363,21 @@ def _edited_approval(inbox: Inbox, page: Page, run_id: str) -> None:
     editor.fill('{"path": /tmp/other.txt}')
     other.get_by_role("button", name="Approve with these arguments").click()
     expect(other.get_by_role("alert")).to_contain_text("This is not JSON")
-    editor.fill('{"path": "/tmp/other.txt"}')
-    other.get_by_role("button", name="Approve with these arguments").click()
     if inbox.has("ApproveToolCallInput", "editedArgs"):
+        editor.fill('{"paths": ["/tmp/other.txt"]}')  # JSON, but not the tool's parameters
+        other.get_by_role("button", name="Approve with these arguments").click()
+        expect(other.locator(".note-warn")).to_contain_text(
+            "The edited arguments were refused, so nothing was sent"
+        )
+        editor.fill('{"path": "/tmp/other.txt"}')
+        other.get_by_role("button", name="Approve with these arguments").click()
         expect(answers(page).locator("li").first).to_contain_text(
             "Approved delete_file. The run completed: delete_file: deleted /tmp/other.txt"
         )
         expect(other).to_have_count(0)
     else:
+        editor.fill('{"path": "/tmp/other.txt"}')
+        other.get_by_role("button", name="Approve with these arguments").click()
         expect(other.locator(".note-warn")).to_contain_text(
             "does not take edited arguments yet: nothing was sent"
         )
