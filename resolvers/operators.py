@@ -35,12 +35,9 @@ from suspended_runs.storage import (
 
 
 async def release_run(context: Context, run_id: str, reason: str | None) -> ReleaseOutcome:
-    context.budget.limits.check_text(reason, "reason")
-    if not context.principal.may(Role.ADMIN):
-        return Forbidden(Role.ADMIN.value, "releasing a run needs the admin role")
-    entry = await _visible(context, run_id)
-    if entry is None:
-        return RunNotFound(run_id, f"no run {run_id}")
+    entry = await _run_for(context, run_id, reason, Role.ADMIN, "releasing a run")
+    if not isinstance(entry, RunEntry):
+        return entry
     status = entry.status_at(context.runtimes.claims.clock())
     if status is not RunStatus.STALLED and not entry.outcome_unknown:
         return WrongRunStatus(
@@ -58,12 +55,9 @@ async def release_run(context: Context, run_id: str, reason: str | None) -> Rele
 
 
 async def cancel_run(context: Context, run_id: str, reason: str | None) -> CancelOutcome:
-    context.budget.limits.check_text(reason, "reason")
-    if not context.principal.may(Role.APPROVER):
-        return Forbidden(Role.APPROVER.value, "cancelling a run needs the approver role")
-    entry = await _visible(context, run_id)
-    if entry is None:
-        return RunNotFound(run_id, f"no run {run_id}")
+    entry = await _run_for(context, run_id, reason, Role.APPROVER, "cancelling a run")
+    if not isinstance(entry, RunEntry):
+        return entry
     claims = context.runtimes.claims
     status = entry.status_at(claims.clock())
     if status not in (RunStatus.SUSPENDED, RunStatus.STALLED):
@@ -98,10 +92,16 @@ async def _cancel(
     return RunCancelled(replace(after, version=claimed.version + 1))
 
 
-async def _visible(context: Context, run_id: str) -> RunEntry | None:
+async def _run_for(
+    context: Context, run_id: str, reason: str | None, role: Role, doing: str
+) -> RunEntry | Forbidden | RunNotFound:
+    """The run an operator acts on, or why they cannot (a run out of scope is not found)."""
+    context.budget.limits.check_text(reason, "reason")
+    if not context.principal.may(role):
+        return Forbidden(role.value, f"{doing} needs the {role.value} role")
     entry = await context.storage.runs.get(run_id)
     if entry is None or not context.principal.scope.allows(entry):
-        return None
+        return RunNotFound(run_id, f"no run {run_id}")
     return entry
 
 

@@ -102,3 +102,12 @@ def peer(
     peer.start()
     yield peer
     peer.stop()
+
+
+@pytest.fixture
+def own_peer(peer_node: Path, mongo_uri: str, tmp_path: Path) -> Iterator[MastraPeer]:
+    """A Mastra server of the test's own, to stop or kill; stopped after the test."""
+    own = MastraPeer(peer_node, mongo_uri, PEER_DB, tmp_path / "own-peer.log")
+    own.start()
+    yield own
+    own.stop()

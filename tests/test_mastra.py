@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,7 @@ from tests.helpers import (
     make_gql,
     run_of,
 )
-from tests.mastra_peer import PEER_DB, MastraPeer, delete, settings_for
+from tests.mastra_peer import MastraPeer, delete, settings_for
 
 LIST = """query($agent: ID) { suspendedRuns(filter: {agentId: $agent}, perPage: 500) {
   total runs { runId status threadId resourceId suspendedAt runtime
@@ -138,27 +137,23 @@ async def test_decisions_made_on_the_peer_show_within_2s(gql, peer: MastraPeer) 
 
 
 async def test_a_stopped_peer_is_executor_unavailable_and_a_retry_succeeds(
-    peer_node: Path, mongo_uri: str, start_app, tmp_path: Path
+    mongo_uri: str, own_peer: MastraPeer, start_app
 ) -> None:
-    own = MastraPeer(peer_node, mongo_uri, PEER_DB, tmp_path / "own-peer.log")
+    own = own_peer
+    gql = make_gql(await start_app(settings_for(mongo_uri, own)))
+    path = f"/tmp/{uuid.uuid4().hex}"
+    run_id = await own.start_run("approver", [delete(path)])
+    await eventually(lambda: has_status(gql, run_id), within=2)
+    own.stop()
+    refused = await act(gql, APPROVE, runId=run_id)
+    assert refused["__typename"] == "ExecutorUnavailable"
+    assert "could not be reached" in refused["message"]
+    run = await run_of(gql, run_id)
+    assert run["status"] == "SUSPENDED" and run["toolCalls"][0]["decision"] is None
     own.start()
-    try:
-        gql = make_gql(await start_app(settings_for(mongo_uri, own)))
-        path = f"/tmp/{uuid.uuid4().hex}"
-        run_id = await own.start_run("approver", [delete(path)])
-        await eventually(lambda: has_status(gql, run_id), within=2)
-        own.stop()
-        refused = await act(gql, APPROVE, runId=run_id)
-        assert refused["__typename"] == "ExecutorUnavailable"
-        assert "could not be reached" in refused["message"]
-        run = await run_of(gql, run_id)
-        assert run["status"] == "SUSPENDED" and run["toolCalls"][0]["decision"] is None
-        own.start()
-        result = await act(gql, APPROVE, runId=run_id)
-        assert result["run"]["status"] == "COMPLETED", result
-        assert own.executions(path) == [("deleteFile", {"path": path})]
-    finally:
-        own.stop()
+    result = await act(gql, APPROVE, runId=run_id)
+    assert result["run"]["status"] == "COMPLETED", result
+    assert own.executions(path) == [("deleteFile", {"path": path})]
 
 
 async def test_python_and_mastra_runs_share_one_list(gql, peer: MastraPeer) -> None:

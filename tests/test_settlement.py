@@ -9,7 +9,6 @@ import signal
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 from tests.helpers import (
     APPROVE,
@@ -43,30 +42,26 @@ async def test_a_timeout_is_outcome_unknown_and_the_tool_runs_once(
 
 
 async def test_a_peer_killed_mid_stream_leaves_the_run_in_doubt_until_released(
-    mongo_uri: str, peer_node: Path, start_app, tmp_path: Path
+    mongo_uri: str, own_peer: MastraPeer, start_app
 ) -> None:
-    own = MastraPeer(peer_node, mongo_uri, PEER_DB, tmp_path / "own-peer.log")
+    own = own_peer
+    settings = settings_for(mongo_uri, own, claim_lease_seconds=1)
+    gql = make_gql(await start_app(settings))
+    path = f"/tmp/{uuid.uuid4().hex}"
+    run_id = await own.start_run("approver", [slow_delete(path, 5)])
+    await eventually(lambda: has_status(gql, run_id), within=2)
+    approving = asyncio.create_task(act(gql, APPROVE, runId=run_id))
+    await eventually(lambda: _started_soon(own, path), within=10)
+    own.kill()  # mid-stream: the tool is running
+    answer = await approving
+    assert answer["__typename"] == "OutcomeUnknown", answer
+    await eventually(lambda: has_status(gql, run_id, "STALLED"), within=5)
     own.start()
-    try:
-        settings = settings_for(mongo_uri, own, claim_lease_seconds=1)
-        gql = make_gql(await start_app(settings))
-        path = f"/tmp/{uuid.uuid4().hex}"
-        run_id = await own.start_run("approver", [slow_delete(path, 5)])
-        await eventually(lambda: has_status(gql, run_id), within=2)
-        approving = asyncio.create_task(act(gql, APPROVE, runId=run_id))
-        await eventually(lambda: _started_soon(own, path), within=10)
-        own.kill()  # mid-stream: the tool is running
-        answer = await approving
-        assert answer["__typename"] == "OutcomeUnknown", answer
-        await eventually(lambda: has_status(gql, run_id, "STALLED"), within=5)
-        own.start()
-        released = await act(gql, RELEASE, runId=run_id, reason="the peer died; retry")
-        assert (released["__typename"], released["run"]["status"]) == ("RunReleased", "SUSPENDED")
-        done = await act(gql, APPROVE, runId=run_id)
-        assert done["run"]["status"] == "COMPLETED", done
-        assert len(own.executions(path)) == 2  # the killed one had started: it ran again
-    finally:
-        own.stop()
+    released = await act(gql, RELEASE, runId=run_id, reason="the peer died; retry")
+    assert (released["__typename"], released["run"]["status"]) == ("RunReleased", "SUSPENDED")
+    done = await act(gql, APPROVE, runId=run_id)
+    assert done["run"]["status"] == "COMPLETED", done
+    assert len(own.executions(path)) == 2  # the killed one had started: it ran again
 
 
 async def test_cancel_declines_a_mastra_run_and_its_tool_never_runs(
