@@ -5,7 +5,7 @@ from __future__ import annotations
 import strawberry
 from strawberry.scalars import JSON
 
-from suspended_runs import storage
+from suspended_runs.schema.agent_run import DecisionAction
 
 _TOOL_CALL = "The pending call to decide; may be left out when the run has exactly one."
 _KEY = "Repeating a request with the same key returns the first answer again."
@@ -68,7 +68,7 @@ class CancelRunInput:
 @strawberry.input(description="One decision of `decideToolCalls`: the fields of its own mutation.")
 class ToolCallDecisionInput:
     run_id: strawberry.ID
-    action: storage.Action
+    action: DecisionAction  # type: ignore[valid-type]
     tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
     reason: str | None = strawberry.field(default=None, description="DECLINE: told to the model.")
     resume_data: JSON | None = strawberry.field(default=None, description="RESUME: the result.")
