@@ -181,7 +181,32 @@ def write_path(client: httpx.Client, runs: int, approvals: int) -> dict[str, Any
         "total_s": total_s,
         "starts": starts,
         "approves": timed(approve, approvals),
+        "bulk": bulk_decisions(client, rounds=5),
     }
+
+
+BULK = """mutation($d: [ToolCallDecisionInput!]!) { decideToolCalls(decisions: $d) {
+  __typename ... on RunDecided { run { status } } } }"""
+
+
+def bulk_decisions(client: httpx.Client, rounds: int, size: int = 100) -> list[float]:
+    """`rounds` times: start `size` runs (not timed), then approve them all in one
+    decideToolCalls, through completion; the milliseconds of each decideToolCalls."""
+    took: list[float] = []
+    for r in range(rounds):
+        run_ids = []
+        for i in range(size):
+            body = client.post(
+                "/graphql", json={"query": START, "variables": {"prompt": f"delete /b/{r}/{i}"}}
+            ).json()
+            run_ids.append(body["data"]["startRun"]["run"]["runId"])
+        decisions = [{"runId": run_id, "action": "APPROVE"} for run_id in run_ids]
+        started = time.perf_counter()
+        body = client.post("/graphql", json={"query": BULK, "variables": {"d": decisions}}).json()
+        took.append((time.perf_counter() - started) * 1000)
+        statuses = {a["run"]["status"] for a in body["data"]["decideToolCalls"]}
+        assert statuses == {"COMPLETED"}, body
+    return took
 
 
 def p95(values: list[float]) -> float:
@@ -275,6 +300,11 @@ def main() -> int:
     print(
         f"| approveToolCall through completion ({len(approves)} runs) "
         f"| {statistics.median(approves):.1f} ms | {p95(approves):.1f} ms | |"
+    )
+    bulk = write["bulk"]
+    print(
+        f"| decideToolCalls of 100 approvals through completion ({len(bulk)} rounds) "
+        f"| {statistics.median(bulk):.0f} ms | {max(bulk):.0f} ms (max) | |"
     )
     return 0
 
