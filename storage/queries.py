@@ -2,6 +2,8 @@
 
 Every filter is an equality prefix of one of `RUN_INDEXES` followed by the sort key
 `(createdAt desc, runId asc)`, so a real MongoDB answers each page from an index in order.
+A list asks each of its `shapes` (equalities only) within `createdAt` windows of its `Span`
+(docs/design.md, "Lists on the embedded server").
 """
 
 from __future__ import annotations
@@ -55,6 +57,25 @@ class RunFilter:
             queries.append(query)
         return queries
 
+    def shapes(self, now: datetime) -> list[Document]:
+        """`to_queries` without `createdAt` (see `span`), with a scope's `$in` spelled out
+        as one equality query per value: the embedded server serves a compound index only
+        for equalities and one range, and scans for an `$in` beside a range."""
+        shapes = []
+        for query in self.to_queries(now):
+            query.pop("createdAt", None)
+            shapes += _spelled_out(query)
+        return shapes
+
+    def span(self) -> Span:
+        """The filter's bounds on `createdAt` (both inclusive, at millisecond precision)."""
+        return Span(
+            after=None
+            if self.from_date is None
+            else _whole_millisecond_ceiling(self.from_date) - _MILLISECOND,
+            upto=None if self.to_date is None else _whole_millisecond_floor(self.to_date),
+        )
+
     def to_query(self, status: RunStatus = RunStatus.SUSPENDED) -> Document:
         """The query of the runs in one stored state."""
         query: Document = {"status": status.value}
@@ -82,6 +103,56 @@ def _match(query: Document, name: str, value: str | None, allowed: frozenset[str
         query[name] = value if allowed is None or value in allowed else {"$in": []}
     elif allowed is not None:
         query[name] = {"$in": sorted(allowed)}
+
+
+_MOST_SPELLED_OUT = 64
+"""A scope's `$in` is asked as separate equality queries up to this many of them."""
+
+
+def _spelled_out(query: Document) -> list[Document]:
+    """`query` with each `$in` on agentId and resourceId split into one query per value
+    (none for an empty `$in`: nothing matches), or as it is beyond `_MOST_SPELLED_OUT`."""
+    queries = [query]
+    for name in ("agentId", "resourceId"):
+        allowed = query.get(name)
+        if isinstance(allowed, dict) and "$in" in allowed:
+            queries = [{**q, name: value} for q in queries for value in allowed["$in"]]
+    return queries if len(queries) <= _MOST_SPELLED_OUT else [query]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A range of `createdAt`: after `after` (exclusive) up to `upto` (inclusive); None is
+    open. Only `$gt` and `$lte`: the embedded server scans `$gte` on a descending key as `$gt`."""
+
+    after: datetime | None = None
+    upto: datetime | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.after is not None and self.upto is not None and self.upto <= self.after
+
+    def holds(self, moment: datetime) -> bool:
+        return (self.after is None or moment > self.after) and (
+            self.upto is None or moment <= self.upto
+        )
+
+    def below(self, moment: datetime) -> Span:
+        """The part of this span before `moment` (stored dates are whole milliseconds)."""
+        top = _whole_millisecond_ceiling(moment) - _MILLISECOND
+        return Span(self.after, top if self.upto is None else min(self.upto, top))
+
+    def to_query(self) -> Document:
+        bounds: Document = {}
+        if self.after is not None:
+            bounds["$gt"] = self.after
+        if self.upto is not None:
+            bounds["$lte"] = self.upto
+        return bounds
+
+
+def _whole_millisecond_floor(moment: datetime) -> datetime:
+    return moment - timedelta(microseconds=moment.microsecond % 1000)
 
 
 def _whole_millisecond_ceiling(moment: datetime) -> datetime:
@@ -112,3 +183,92 @@ class Cursor:
             return cls(datetime.fromtimestamp(millis / 1000, tz=UTC), run_id)
         except (binascii.Error, ValueError, TypeError, OverflowError, OSError):
             raise InvalidCursor("the cursor is not one this server returned") from None
+
+
+_FIRST_WIDTH = timedelta(minutes=1)
+_MOST_GROWTH = 16
+_WIDEST = timedelta(days=36500)
+
+
+class WindowWalk:
+    """`createdAt` windows down a span, newest first, that widen until `need` matches are
+    found or the span is exhausted. A window costs its matches on the embedded server, so
+    each is sized from the density seen so far (or learned from earlier lists of the same
+    shape) to hold about what is still needed.
+
+    The first window is open above and the last open below, so no stored run is missed
+    whatever `top` and `floor` say: they only make the walk short.
+    """
+
+    def __init__(
+        self,
+        span: Span,
+        *,
+        top: datetime,
+        floor: datetime | None,
+        need: int | None,
+        density: float | None = None,
+        chunk: int = 0,
+    ) -> None:
+        """`need` matches at most, or (None) the whole span, `chunk` matches a window."""
+        self.span = span
+        self.top = top if span.upto is None else min(top, span.upto)
+        self.floor = floor
+        self.need = need
+        self.chunk = chunk
+        self.got = 0
+        self.width = _FIRST_WIDTH if not density else self._width_for(self.wanted, density)
+        self.done = span.empty or (need is not None and need <= 0)
+        self._edge: datetime | None = None
+
+    @property
+    def wanted(self) -> int:
+        """Matches the next window should hold."""
+        return self.chunk if self.need is None else self.need - self.got
+
+    def window(self) -> Span:
+        """The next window: from where the last one ended down by the current width."""
+        upper = self.span.upto if self._edge is None else self._edge
+        try:
+            lower: datetime | None = (self.top if self._edge is None else self._edge) - self.width
+        except OverflowError:
+            lower = None
+        if lower is not None and self.span.after is not None and lower <= self.span.after:
+            lower, self.done = self.span.after, True
+        elif lower is None or self.floor is None or lower <= self.floor:
+            lower, self.done = self.span.after, True  # open below: nothing older is missed
+        self._edge = lower
+        return Span(lower, upper)
+
+    def saw(self, matches: int) -> None:
+        """The last window held `matches`: widen the next one to hold what is still needed."""
+        self.got += matches
+        if self.need is not None and self.got >= self.need:
+            self.done = True
+        if self.done or self._edge is None:
+            return
+        density = self.density
+        wanted = self._width_for(self.wanted, density) if density else self.width * 4
+        self.width = min(max(wanted, self.width), self.width * _MOST_GROWTH, _WIDEST)
+
+    @property
+    def density(self) -> float | None:
+        """Matches per second over the windows walked so far (None: none seen yet)."""
+        if self._edge is None or not self.got:
+            return None
+        seconds = (self.top - self._edge).total_seconds()
+        return self.got / seconds if seconds > 0 else None
+
+    def learned(self, oldest_found: datetime) -> float | None:
+        """The density to start the next walk of this shape with, once `need` matches were
+        found, the oldest at `oldest_found` (the last window was cut at the page: what it
+        held beyond is unknown, so its width is not what the page needed)."""
+        if self.need is None or self.got < self.need:
+            return None
+        seconds = max((self.top - oldest_found).total_seconds(), 0.001)
+        return self.got / seconds
+
+    @staticmethod
+    def _width_for(matches: int, density: float) -> timedelta:
+        seconds = max(matches, 1) / density * 1.25
+        return timedelta(seconds=min(max(seconds, 0.001), _WIDEST.total_seconds()))

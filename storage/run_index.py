@@ -7,18 +7,36 @@ can serve a list query on them; this collection can (docs/design.md, "The run in
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
-from collections.abc import Iterable
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
+from bson import ObjectId
 from pymongo import ASCENDING, UpdateMany, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import BulkWriteError
+from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo.results import (
+    BulkWriteResult,
+    DeleteResult,
+    InsertManyResult,
+    InsertOneResult,
+    UpdateResult,
+)
 
 from suspended_runs.storage.entries import Claim, RunEntry
-from suspended_runs.storage.queries import RUN_INDEXES, SORT, Cursor, RunFilter
-from suspended_runs.storage.types import FINISHED, Document, RunStatus
+from suspended_runs.storage.queries import (
+    RUN_INDEXES,
+    SORT,
+    Cursor,
+    RunFilter,
+    Span,
+    WindowWalk,
+)
+from suspended_runs.storage.types import FINISHED, SYNC_STATE_COLLECTION, Document, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -28,10 +46,38 @@ _KEPT = ("version", "endedAt", "decidedAt", "decidedBy")  # the follower never d
 _DUPLICATE_KEY = 11000
 
 
+_STATE_ID = "run-index"
+"""The document in `suspended_runs_sync` that changes with every write to the index."""
+_COUNTS_KEPT = 1024
+_COUNT_CHUNK = 5000
+"""Matches a count asks for at a time, so other requests are served between its parts."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexVersion:
+    """What the index is at: `token` is new after every write that changed an entry (in
+    any process); `oldest`/`newest` bound the `createdAt` of what was ever written."""
+
+    token: Any = None
+    changes: int = 0
+    oldest: datetime | None = None
+    newest: datetime | None = None
+
+
 class RunIndex:
-    def __init__(self, collection: AsyncCollection[Document], retention: timedelta) -> None:
-        self.collection = collection
+    def __init__(
+        self,
+        collection: AsyncCollection[Document],
+        retention: timedelta,
+        state: AsyncCollection[Document] | None = None,
+    ) -> None:
+        self.state = collection.database[SYNC_STATE_COLLECTION] if state is None else state
+        self.collection: AsyncCollection[Document] = _Tracked(collection, self._changed)
         self.retention = retention
+        self._densities: dict[tuple[Any, ...], float] = {}
+        self._counts: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._looked_at: datetime | None = None
+        self._deletions_due = False
 
     async def ensure_indexes(self) -> None:
         await self.collection.create_index([("runId", ASCENDING)], unique=True)
@@ -40,6 +86,9 @@ class RunIndex:
             await self.collection.create_index(keys)
         # Finished entries stay for the retention period, so a poller sees what became of a run.
         await self.collection.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+        await self._bound_existing()
+
+    # -- lists: O(page) on the embedded server (docs/design.md, "Lists on the embedded server")
 
     async def page(
         self,
@@ -51,50 +100,160 @@ class RunIndex:
         now: datetime | None = None,
     ) -> list[RunEntry]:
         """The runs `run_filter` selects, in `(createdAt desc, runId)` order: `limit` of them
-        after `skip` others, or after the cursor `after`."""
-        queries = run_filter.to_queries(now or datetime.now(UTC))
+        after `skip` others, or after the cursor `after`. One query per shape (state, scope
+        value), merged; each asked in windows, so it costs about `skip + limit` matches."""
+        now = now or datetime.now(UTC)
+        version = await self.version()
+        span = run_filter.span()
         pages = [
-            await self._page_of(query, run_filter, limit=limit + skip, after=after)
-            for query in queries
+            await self._page_of(shape, span, need=limit + skip, after=after, at=version, now=now)
+            for shape in run_filter.shapes(now)
         ]
-        if len(pages) == 1:
-            return pages[0][skip:]
         merged = heapq.merge(*pages, key=lambda e: (-e.created_at.timestamp(), e.run_id))
-        return list(merged)[skip : skip + limit]
+        return list(itertools.islice(merged, skip, skip + limit))
 
     async def _page_of(
-        self, query: Document, run_filter: RunFilter, *, limit: int, after: Cursor | None
+        self,
+        shape: Document,
+        span: Span,
+        *,
+        need: int,
+        after: Cursor | None,
+        at: IndexVersion,
+        now: datetime,
     ) -> list[RunEntry]:
+        """`need` runs of one shape within `span`, after the cursor: first the ties at the
+        cursor's moment (`runId` after it), then windows below it. The same page as
+        `createdAt < c or (createdAt == c and runId > r)` without a top-level $or, which the
+        embedded server scans for."""
+        entries: list[RunEntry] = []
         if after is not None:
-            query, skip = await self._after(query, run_filter, after)
-        else:
-            skip = 0
-        cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, skip=skip, limit=limit)
+            if span.holds(after.created_at):
+                ties = {**shape, "createdAt": after.created_at, "runId": {"$gt": after.run_id}}
+                entries += await self._find(ties, need)
+            span = span.below(after.created_at)
+        walk = WindowWalk(
+            span,
+            top=at.newest or now,
+            floor=at.oldest,
+            need=need - len(entries),
+            density=self._densities.get(_shape_key(shape)),
+        )
+        while not walk.done:
+            window = walk.window().to_query()
+            query = {**shape, "createdAt": window} if window else shape
+            found = await self._find(query, walk.wanted)
+            entries += found
+            walk.saw(len(found))
+        if entries and (density := walk.learned(entries[-1].created_at)):
+            self._densities[_shape_key(shape)] = density
+        return entries
+
+    async def _find(self, query: Document, limit: int) -> list[RunEntry]:
+        cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, limit=limit)
         return [entry async for doc in cursor if (entry := _read_entry(doc)) is not None]
 
-    async def _after(
-        self, query: Document, run_filter: RunFilter, after: Cursor
-    ) -> tuple[Document, int]:
-        """The runs after a cursor, as `createdAt <= c` less the ties at `c` already listed.
-
-        The same page as `createdAt < c or (createdAt == c and runId > r)`, in a form an index
-        serves: the embedded server scans for a top-level $or (120 ms against 7 ms at 10,000).
-        """
-        created = dict(query.get("createdAt", {}))
-        bound = created.get("$lte")
-        created["$lte"] = after.created_at if bound is None else min(bound, after.created_at)
-        ties = 0
-        in_range = (run_filter.from_date is None or run_filter.from_date <= after.created_at) and (
-            run_filter.to_date is None or after.created_at <= run_filter.to_date
-        )
-        if in_range:
-            seen = {**query, "createdAt": after.created_at, "runId": {"$lte": after.run_id}}
-            ties = await self.collection.count_documents(seen)
-        return {**query, "createdAt": created}, ties
-
     async def count(self, run_filter: RunFilter, now: datetime | None = None) -> int:
-        queries = run_filter.to_queries(now or datetime.now(UTC))
-        return sum([await self.collection.count_documents(query) for query in queries])
+        """How many runs `run_filter` selects, exact. Kept per filter until the index changes
+        (any write, in any process, gives it a new version); counted in windows otherwise."""
+        now = now or datetime.now(UTC)
+        version = await self.version()
+        span = run_filter.span()
+        total = 0
+        for shape in run_filter.shapes(now):
+            total += await self._count_of(shape, span, version, now)
+        return total
+
+    async def _count_of(
+        self, shape: Document, span: Span, version: IndexVersion, now: datetime
+    ) -> int:
+        key = repr((shape, span))
+        cached = self._counts.get(key)
+        if cached is not None and cached[0] == version.token and version.token is not None:
+            self._counts.move_to_end(key)
+            return cached[1]
+        walk = WindowWalk(
+            span,
+            top=version.newest or now,
+            floor=version.oldest,
+            need=None,
+            chunk=_COUNT_CHUNK,
+            density=self._densities.get(_shape_key(shape)),
+        )
+        while not walk.done:
+            window = walk.window().to_query()
+            query = {**shape, "createdAt": window} if window else shape
+            walk.saw(await self.collection.count_documents(query))
+        if "claim.expiresAt" not in shape:  # RUNNING against STALLED moves with the clock
+            self._counts[key] = (version.token, walk.got)
+            while len(self._counts) > _COUNTS_KEPT:
+                self._counts.popitem(last=False)
+        return walk.got
+
+    # -- the index's version: what caches and ETags are checked against -----------------
+
+    async def version(self) -> IndexVersion:
+        """The index's version as the database holds it now (every process sees the same)."""
+        doc = await self.state.find_one({"_id": _STATE_ID})
+        if doc is None:
+            return IndexVersion()
+        return IndexVersion(
+            token=doc.get("token"),
+            changes=int(doc.get("changes", 0)),
+            oldest=doc.get("oldest"),
+            newest=doc.get("newest"),
+        )
+
+    async def _changed(self) -> None:
+        """A write changed the index: a new version, after the write (a reader that sees
+        the new version sees the write)."""
+        await self.state.update_one(
+            {"_id": _STATE_ID}, {"$set": {"token": ObjectId()}, "$inc": {"changes": 1}}, upsert=True
+        )
+
+    async def pass_deadlines(self, now: datetime, horizon: timedelta) -> bool:
+        """A new version where time alone changed what a list shows: a claim's lease ran
+        out since the last look (RUNNING now shows as STALLED), or a finished entry is due
+        for deletion by the TTL index (which may come any moment after its expiry: a new
+        version at every look while one may be, and one after). One process (the follower)
+        calls this at least every `horizon`; whether it made a new version."""
+        since = now - horizon if self._looked_at is None else self._looked_at
+        lapsed = await self.collection.find_one(
+            {"status": RunStatus.RUNNING.value, "claim.expiresAt": {"$gt": since, "$lte": now}},
+            {"_id": 1},
+        )
+        due = await self.collection.find_one({"expiresAt": {"$lte": now + horizon}}, {"_id": 1})
+        changed = lapsed is not None or self._deletions_due or self._looked_at is None
+        self._deletions_due, self._looked_at = due is not None, now
+        if changed:
+            await self._changed()
+        return changed
+
+    async def _note_created(self, moments: list[datetime]) -> None:
+        """Widen the `createdAt` bounds to `moments`: they only make list windows short."""
+        if moments:
+            await self.state.update_one(
+                {"_id": _STATE_ID},
+                {"$min": {"oldest": min(moments)}, "$max": {"newest": max(moments)}},
+                upsert=True,
+            )
+
+    async def _bound_existing(self) -> None:
+        """Bounds for entries written before the index kept them (once: O(entries))."""
+        if (await self.version()).oldest is not None:
+            return
+        pipeline: list[Document] = [
+            {
+                "$group": {
+                    "_id": None,
+                    "oldest": {"$min": "$createdAt"},
+                    "newest": {"$max": "$createdAt"},
+                }
+            }
+        ]
+        async for row in await self.collection.aggregate(pipeline):
+            if isinstance(row.get("oldest"), datetime) and isinstance(row.get("newest"), datetime):
+                await self._note_created([row["oldest"], row["newest"]])
 
     async def get(self, run_id: str) -> RunEntry | None:
         """The whole entry (its snapshotId too): what `get` reads may be written back."""
@@ -114,6 +273,8 @@ class RunIndex:
         An entry in another state (claimed here, RUNNING) belongs to its claim holder.
         Where the filter misses, the upsert's insert hits the unique runId and is left.
         """
+        entries = list(entries)
+        await self._note_created([e.created_at for e in entries])
         ops = [
             UpdateOne(
                 # No top-level $or: the embedded server then scans instead of using runId.
@@ -312,6 +473,98 @@ class RunIndex:
             },
             "$inc": {"version": 1},
         }
+
+
+def _shape_key(shape: Document) -> tuple[Any, ...]:
+    """What makes shapes alike in density: the state and which fields are matched."""
+    return (shape.get("status"), *sorted(shape))
+
+
+_Result = TypeVar("_Result")
+
+
+class _Tracked(AsyncCollection[Document]):
+    """The index's collection, whose every write that changed something (or may have: it
+    failed mid-way) is followed by `changed`: no write can forget to give a new version."""
+
+    def __init__(
+        self, collection: AsyncCollection[Document], changed: Callable[[], Awaitable[None]]
+    ) -> None:
+        super().__init__(
+            collection.database,
+            collection.name,
+            codec_options=collection.codec_options,
+            read_preference=collection.read_preference,
+            write_concern=collection.write_concern,
+            read_concern=collection.read_concern,
+        )
+        self._changed = changed
+
+    async def _tracked(
+        self, write: Awaitable[_Result], changed: Callable[[_Result], bool]
+    ) -> _Result:
+        try:
+            result = await write
+        except PyMongoError:
+            try:
+                await self._changed()
+            except PyMongoError:
+                log.debug("could not mark the run index changed after a failed write")
+            raise
+        if changed(result):
+            await self._changed()
+        return result
+
+    async def update_one(self, *args: Any, **kwargs: Any) -> UpdateResult:
+        return await self._tracked(super().update_one(*args, **kwargs), _updated)
+
+    async def update_many(self, *args: Any, **kwargs: Any) -> UpdateResult:
+        return await self._tracked(super().update_many(*args, **kwargs), _updated)
+
+    async def replace_one(self, *args: Any, **kwargs: Any) -> UpdateResult:
+        return await self._tracked(super().replace_one(*args, **kwargs), _updated)
+
+    async def bulk_write(self, *args: Any, **kwargs: Any) -> BulkWriteResult:
+        return await self._tracked(super().bulk_write(*args, **kwargs), _bulk_changed)
+
+    async def insert_one(self, *args: Any, **kwargs: Any) -> InsertOneResult:
+        return await self._tracked(super().insert_one(*args, **kwargs), lambda _: True)
+
+    async def insert_many(self, *args: Any, **kwargs: Any) -> InsertManyResult:
+        return await self._tracked(super().insert_many(*args, **kwargs), lambda _: True)
+
+    async def delete_one(self, *args: Any, **kwargs: Any) -> DeleteResult:
+        return await self._tracked(super().delete_one(*args, **kwargs), _deleted)
+
+    async def delete_many(self, *args: Any, **kwargs: Any) -> DeleteResult:
+        return await self._tracked(super().delete_many(*args, **kwargs), _deleted)
+
+    async def find_one_and_update(self, *args: Any, **kwargs: Any) -> Document | None:
+        return await self._tracked(super().find_one_and_update(*args, **kwargs), _always)
+
+    async def find_one_and_replace(self, *args: Any, **kwargs: Any) -> Document | None:
+        return await self._tracked(super().find_one_and_replace(*args, **kwargs), _always)
+
+    async def find_one_and_delete(self, *args: Any, **kwargs: Any) -> Document | None:
+        return await self._tracked(super().find_one_and_delete(*args, **kwargs), _always)
+
+
+def _updated(result: UpdateResult) -> bool:
+    return bool(result.modified_count or result.upserted_id is not None)
+
+
+def _bulk_changed(result: BulkWriteResult) -> bool:
+    return bool(
+        result.modified_count + result.upserted_count + result.inserted_count + result.deleted_count
+    )
+
+
+def _deleted(result: DeleteResult) -> bool:
+    return bool(result.deleted_count)
+
+
+def _always(result: object) -> bool:
+    return True
 
 
 def _read_entry(doc: Document) -> RunEntry | None:

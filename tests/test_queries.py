@@ -1,12 +1,28 @@
-"""Keyset cursors and filters (storage/queries.py)."""
+"""Keyset cursors and filters (storage/queries.py), and every list the run index answers."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import asyncio
+import uuid
+from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from pymongo import AsyncMongoClient
 
-from suspended_runs.storage import Cursor, InvalidCursor, RunFilter
+from suspended_runs.storage import (
+    RUNS_COLLECTION,
+    Claim,
+    Cursor,
+    Document,
+    InvalidCursor,
+    RunEntry,
+    RunFilter,
+    RunIndex,
+    RunStatus,
+    Runtime,
+)
 
 
 def test_cursor_round_trips() -> None:
@@ -31,3 +47,149 @@ def test_from_date_is_inclusive_at_millisecond_precision() -> None:
     query = RunFilter(from_date=bound).to_query()
     # Stored dates are whole ms: >= 5.5 ms is > 5 ms.
     assert query["createdAt"] == {"$gt": datetime(2026, 1, 1, 0, 0, 0, 5000, tzinfo=UTC)}
+
+
+# -- every list shape and paging mode against a plain oracle (storage/run_index.py) ------
+
+T = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+MOMENTS = [
+    T + timedelta(seconds=s)
+    for s in (0, 0, 1, 2, 2, 2, 5, 3600, 3601, 86400 * 3, -86400 * 400, -86400 * 400 + 1)
+] + [T + timedelta(milliseconds=1), T - timedelta(days=30), T + timedelta(days=365)]
+STATES = [RunStatus.SUSPENDED, RunStatus.RUNNING, RunStatus.ENDED, RunStatus.COMPLETED]
+SHOWN = [*STATES, RunStatus.STALLED, RunStatus.FAILED]
+
+run_rows = st.lists(
+    st.tuples(
+        st.sampled_from(MOMENTS),
+        st.sampled_from(["a", "b", "c"]),
+        st.sampled_from([None, "t1", "t2"]),
+        st.sampled_from([None, "r1", "r2"]),
+        st.sampled_from(STATES),
+        st.booleans(),  # a RUNNING run's lease ran out (STALLED)
+        st.sampled_from(["put", "started", "raw"]),  # how it was written (raw: bypassing)
+    ),
+    max_size=45,
+)
+bounds = st.one_of(
+    st.none(),
+    st.sampled_from(MOMENTS).flatmap(
+        lambda m: st.sampled_from([m, m + timedelta(microseconds=500), m - timedelta(seconds=1)])
+    ),
+)
+filters = st.builds(
+    RunFilter,
+    agent_id=st.sampled_from([None, "a", "b", "z"]),
+    thread_id=st.sampled_from([None, "t1", "t2"]),
+    resource_id=st.sampled_from([None, "r1", "r2"]),
+    from_date=bounds,
+    to_date=bounds,
+    statuses=st.frozensets(st.sampled_from(SHOWN), min_size=1),
+    resource_ids=st.sampled_from([None, frozenset(), frozenset({"r1"}), frozenset({"r1", "r2"})]),
+    agent_ids=st.sampled_from([None, frozenset({"a"}), frozenset({"a", "c"})]),
+)
+pagings = st.one_of(
+    st.tuples(st.just("offset"), st.integers(1, 7), st.integers(0, 12)),
+    st.tuples(st.just("keyset"), st.integers(1, 7), st.just(0)),
+)
+
+
+# No shrinking: an example costs a database; a failure reports the example as drawn.
+@settings(
+    max_examples=60,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(
+    rows=run_rows,
+    deleted=st.sets(st.integers(0, 44)),
+    asked=st.lists(st.tuples(filters, pagings), min_size=1, max_size=4),
+)
+def test_every_shape_and_paging_mode_lists_what_a_plain_sort_lists(
+    mongo_uri: str, rows, deleted, asked
+) -> None:
+    asyncio.run(_compare(mongo_uri, rows, deleted, asked))
+
+
+async def _compare(mongo_uri: str, rows, deleted, asked) -> None:
+    client: AsyncMongoClient[Document] = AsyncMongoClient(mongo_uri, tz_aware=True)
+    name = f"q_{uuid.uuid4().hex[:12]}"
+    try:
+        index = RunIndex(client[name][RUNS_COLLECTION], retention=timedelta(days=7))
+        await index.ensure_indexes()
+        await _store(index, rows, deleted)
+        stored = [e async for d in index.collection.find({}) if (e := RunEntry.from_document(d))]
+        for run_filter, paging in asked:
+            expected = _oracle(stored, run_filter)
+            assert await index.count(run_filter, now=T) == len(expected)
+            assert await _listed(index, run_filter, paging) == expected, (run_filter, paging)
+    finally:
+        await client.drop_database(name)
+        await client.close()
+
+
+async def _store(index: RunIndex, rows, deleted) -> None:
+    for i, (created, agent, thread, resource, status, lapsed, how) in enumerate(rows):
+        claim = None
+        if status is RunStatus.RUNNING:
+            expires = T + (timedelta(minutes=-1) if lapsed else timedelta(minutes=1))
+            claim = Claim("me", T, expires)
+        entry = RunEntry(
+            run_id=f"run-{i:02d}",
+            workflow_name="agentic-loop",
+            runtime=Runtime.MASTRA,
+            agent_id=agent,
+            status=status,
+            created_at=created,
+            suspended_at=created,
+            thread_id=thread,
+            resource_id=resource,
+            claim=claim,
+        )
+        if how == "put" and status is RunStatus.SUSPENDED:
+            await index.put_suspended([entry])
+        elif how == "raw":
+            await index.collection.database[RUNS_COLLECTION].insert_one(entry.to_document())
+        else:
+            await index.put_started(entry)
+    gone = [f"run-{i:02d}" for i in deleted]
+    await index.collection.delete_many({"runId": {"$in": gone}})
+
+
+def _oracle(stored: list[RunEntry], f: RunFilter) -> list[str]:
+    def selected(e: RunEntry) -> bool:
+        return (
+            e.status_at(T) in f.statuses
+            and f.agent_id in (None, e.agent_id)
+            and (f.agent_ids is None or e.agent_id in f.agent_ids)
+            and f.thread_id in (None, e.thread_id)
+            and f.resource_id in (None, e.resource_id)
+            and (f.resource_ids is None or e.resource_id in f.resource_ids)
+            and (f.from_date is None or e.created_at >= f.from_date)
+            and (f.to_date is None or e.created_at <= f.to_date)
+        )
+
+    chosen = sorted(filter(selected, stored), key=lambda e: (-e.created_at.timestamp(), e.run_id))
+    return [e.run_id for e in chosen]
+
+
+async def _listed(index: RunIndex, run_filter: RunFilter, paging) -> list[str]:
+    """Every run, page after page, by offset or by cursor (the resolver's `+1` included)."""
+    mode, size, start = paging
+    listed: list[str] = []
+    after = None
+    skip = start if mode == "offset" else 0
+    if mode == "offset":  # the pages before `start` are asked too, and must agree
+        head = await index.page(run_filter, limit=start + 1, now=T)
+        listed += [e.run_id for e in head[:start]]
+    for _ in range(len(MOMENTS) * 5):  # more pages than runs: one repeats
+        page = await index.page(run_filter, limit=size + 1, skip=skip, after=after, now=T)
+        listed += [e.run_id for e in page[:size]]
+        if len(page) <= size:
+            return listed
+        if mode == "offset":
+            skip += size
+        else:
+            after = Cursor(page[size - 1].created_at, page[size - 1].run_id)
+    raise AssertionError(f"the pages never ended: {listed}")

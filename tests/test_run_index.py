@@ -13,6 +13,7 @@ from suspended_runs.storage import (
     Claim,
     Decision,
     RunEntry,
+    RunFilter,
     RunIndex,
     RunStatus,
     Runtime,
@@ -99,3 +100,102 @@ async def test_a_run_read_claimed_and_put_back_still_ends_with_its_snapshot(
     assert await index.apply_decision(seen, decided, claim)
     assert await index.settle(replace(seen, claim=None), "me")
     assert await index.end_by_snapshot("snap-1", T0) == 1
+
+
+async def test_a_page_asks_the_database_for_about_a_page_of_matches(index: RunIndex) -> None:
+    """The embedded server fetches and sorts every match of a query, so a list asks in
+    `createdAt` windows: what its queries match, not what the index holds, is its cost."""
+    runs = [
+        entry(run_id=f"r-{i:04d}", agent_id=f"agent-{i % 4}", created_at=T0 + timedelta(seconds=i))
+        for i in range(3000)
+    ]
+    await index.put_suspended(runs)
+    asked: list[dict[str, object]] = []
+    real_find = index.collection.find
+
+    def spying(query: dict[str, object], *args: object, **kwargs: object):
+        asked.append(query)
+        return real_find(query, *args, **kwargs)
+
+    index.collection.find = spying  # type: ignore[method-assign]
+    for run_filter in (RunFilter(), RunFilter(agent_id="agent-2")):
+        for _ in range(3):  # the first list learns the density; the next ones use it
+            asked.clear()
+            page = await index.page(run_filter, limit=21)
+            assert [e.run_id for e in page] == [
+                e.run_id
+                for e in sorted(runs, key=lambda e: e.created_at, reverse=True)
+                if run_filter.agent_id in (None, e.agent_id)
+            ][:21]
+            matched = [await index.collection.count_documents(q) for q in asked]
+            assert sum(matched) <= 21 * 4, matched
+        assert len(asked) <= 2, asked  # once learned, one window (two at worst)
+
+
+async def test_totals_are_kept_until_the_index_changes_in_any_process(index: RunIndex, db) -> None:
+    """A total is counted once per version of the index; every write, through this process
+    or another on the same database, makes a new version, so totals stay exact."""
+    other = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))  # another instance
+    await index.put_suspended([entry(run_id=f"r-{i}", agent_id=f"a-{i % 2}") for i in range(6)])
+    filters = [RunFilter(), RunFilter(agent_id="a-0"), RunFilter(statuses=frozenset(RunStatus))]
+
+    async def exact() -> None:
+        for run_filter in filters:
+            expected = sum(
+                [await db[RUNS_COLLECTION].count_documents(q) for q in run_filter.to_queries(T0)]
+            )
+            assert await index.count(run_filter, now=T0) == expected
+            assert await other.count(run_filter, now=T0) == expected
+
+    await exact()
+    counted = 0
+    real = index.collection.count_documents
+
+    async def counting(*args: object, **kwargs: object) -> int:
+        nonlocal counted
+        counted += 1
+        return await real(*args, **kwargs)  # type: ignore[arg-type]
+
+    index.collection.count_documents = counting  # type: ignore[method-assign]
+    await index.count(RunFilter(), now=T0)
+    assert counted == 0  # nothing changed: the total kept
+    seen = await other.get("r-0")
+    assert seen is not None
+    claim = Claim("me", T0, T0 + timedelta(minutes=1))
+    await other.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    await exact()  # a decision through the other instance
+    assert counted > 0
+    await index.put_suspended([entry(run_id="r-new", agent_id="a-0")])
+    await exact()
+    await other.end_runs(["r-1", "r-2"], T0)
+    await exact()
+    await other.collection.delete_many({"runId": "r-3"})  # (only the TTL index deletes)
+    await exact()
+
+
+def _approve() -> Decision:
+    return Decision(Action.APPROVE, "alice", T0)
+
+
+async def test_time_passing_a_deadline_makes_a_new_version(index: RunIndex) -> None:
+    """No write marks a lease running out (RUNNING shows as STALLED) or the TTL index
+    deleting an expired entry: the follower looks for both, and makes a new version."""
+    tick = timedelta(seconds=1)
+    await index.put_started(entry(run_id="held"))
+    seen = await index.get("held")
+    assert seen is not None
+    claim = Claim("me", T0, T0 + timedelta(seconds=10))
+    await index.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await index.pass_deadlines(T0, tick)  # the first look: whatever happened before
+    assert not await index.pass_deadlines(T0 + tick, tick)
+    assert await index.pass_deadlines(T0 + 11 * tick, tick)  # the lease ran out
+    assert not await index.pass_deadlines(T0 + 12 * tick, tick)
+    await index.put_started(entry(run_id="done"))
+    await index.end_runs(["done"], T0)  # expires after the retention period
+    expiry = T0 + index.retention
+    assert not await index.pass_deadlines(expiry - 2 * tick, tick)
+    assert not await index.pass_deadlines(expiry - tick, tick)  # due within a tick
+    assert await index.pass_deadlines(expiry, tick)  # expired: may be deleted any moment
+    await index.collection.database[RUNS_COLLECTION].delete_one({"runId": "done"})  # the TTL
+    assert await index.pass_deadlines(expiry + tick, tick)  # one more after it went
+    assert not await index.pass_deadlines(expiry + 2 * tick, tick)
