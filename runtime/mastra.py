@@ -189,7 +189,6 @@ class MastraRuntime:
     kind = Runtime.MASTRA
     capabilities = Capabilities(
         starts_runs=False,  # Mastra starts its own runs
-        validates_resume_data=False,  # Mastra checks resume data against its own schemas
         continues_each_decision=True,  # Mastra asks parallel approvals one at a time
         edits_args=False,  # Mastra's approval takes no arguments
     )
@@ -211,7 +210,7 @@ class MastraRuntime:
         raise NotApplied("Mastra runs are started by Mastra, not here")
 
     def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
-        return None
+        return None  # Mastra checks resume data against its own schemas
 
     def check_edited_args(self, entry: RunEntry, call: ToolCall, args: Any) -> None:
         raise ArgsRejected("a Mastra approval takes no arguments")

@@ -19,8 +19,6 @@ from suspended_runs.storage import RunEntry, Runtime, ToolCall
 class Capabilities:
     starts_runs: bool
     """`startRun` can start this runtime's agents."""
-    validates_resume_data: bool
-    """Resume data is checked here before anything is recorded (else the runtime checks it)."""
     continues_each_decision: bool
     """Each decision is sent on at once (Mastra asks parallel approvals one at a time);
     otherwise a run is continued when its last pending call is decided."""

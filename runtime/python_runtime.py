@@ -43,9 +43,7 @@ log = logging.getLogger(__name__)
 
 class PythonRuntime:
     kind = Runtime.PYTHON
-    capabilities = Capabilities(
-        starts_runs=True, validates_resume_data=True, continues_each_decision=False, edits_args=True
-    )
+    capabilities = Capabilities(starts_runs=True, continues_each_decision=False, edits_args=True)
 
     def __init__(self, agents: AgentMap, storage: Storage, claims: ClaimKeeper) -> None:
         self.agents = agents
@@ -125,14 +123,10 @@ class PythonRuntime:
         return after
 
     async def settle(self, claimed: RunEntry) -> RunEntry | None:
-        """A Python run moves only through this server, which settles it as it goes: a
-        claimed run whose snapshot still holds the same suspension has not moved."""
-        current = await self.storage.sync.current_entry(claimed.run_id)
-        if current is not None and current.suspended_at == claimed.suspended_at:
-            return None
-        if current is None:
-            return claimed.finished(RunStatus.ENDED, None, self.clock())
-        return replace(current, version=claimed.version, claim=None)
+        """None: a Python run moves only through this server, whose continuation settles it
+        as it goes; one whose process died stays as it was claimed (STALLED) until an
+        operator releases or cancels it."""
+        return None
 
     async def release(self, entry: RunEntry) -> RunEntry:
         undecided = await self.storage.python_snapshots.undecided(entry.run_id)
