@@ -39,6 +39,7 @@ from suspended_runs.runtime import (
 from suspended_runs.schema import build_schema, classify
 from suspended_runs.server import inbox
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
+from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
 from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
 from suspended_runs.server.settings import Settings
@@ -109,7 +110,13 @@ def create_app(settings: Settings) -> Starlette:
         routes=[
             Route(
                 "/graphql",
-                PrivateAnswers(AuthGate(graphql, authenticator, ide=ide)),
+                PrivateAnswers(
+                    AuthGate(
+                        ConditionalGets(graphql, deployment=",".join(sorted(agents))),
+                        authenticator,
+                        ide=ide,
+                    )
+                ),
                 methods=["GET", "POST"],
             ),
             Route("/healthz", healthz, methods=["GET"]),

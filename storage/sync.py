@@ -35,6 +35,8 @@ _MAX_RETRY = 30.0
 """A follower that fails retries after 0.5 s, 1 s, 2 s, ... up to 30 s between tries."""
 _SWEEP_INTERVAL = 1.0
 """Seconds between looks at runs in doubt (outcome unknown, or STALLED)."""
+_DEADLINE_HORIZON = timedelta(seconds=5)
+"""How far ahead the sweeper looks for deadlines: more than its interval, with room."""
 _INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 
 
@@ -194,6 +196,8 @@ class SnapshotSync:
             await asyncio.sleep(_SWEEP_INTERVAL)
             try:
                 await self.settlement.settle_claimed()
+                # Leases that ran out and entries the TTL index deletes change lists too.
+                await self.index.pass_deadlines(self.clock(), _DEADLINE_HORIZON)
             except Exception as exc:  # the follower's own retry reports a database outage
                 log.debug("settling runs in doubt failed", extra={"errorType": type(exc).__name__})
 
