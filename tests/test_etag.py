@@ -15,7 +15,9 @@ from tests.helpers import APPROVE, act, eventually, make_gql, start_run, suspend
 LIST = "{ suspendedRuns(first: 5) { total runs { runId status } } }"
 
 
-async def poll(client: httpx.AsyncClient, tag: str | None = None, query: str = LIST) -> Any:
+async def poll(
+    client: httpx.AsyncClient, tag: str | None = None, query: str = LIST
+) -> httpx.Response:
     headers = {"If-None-Match": tag} if tag else {}
     return await client.get("/graphql", params={"query": query}, headers=headers)
 
