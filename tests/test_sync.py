@@ -176,15 +176,7 @@ def test_a_database_outage_loses_no_decision_and_readyz_recovers(
         assert _approve(server, before) == "COMPLETED"
         database.stop()
         _wait_for(lambda: httpx.get(f"{server.url}/readyz").status_code == 503)
-        refused = httpx.post(
-            f"{server.url}/graphql",
-            json={"query": APPROVE_BY_ID, "variables": {"r": during}},
-            timeout=30,
-        )
-        assert refused.status_code == 200 and "RunDecided" not in refused.text
-        error = refused.json()["errors"][0]  # masked: the cause is in the log, by request id
-        assert error["extensions"]["code"] == "INTERNAL_SERVER_ERROR"
-        assert error["extensions"]["requestId"] == refused.headers["x-request-id"]
+        _refused_while_down(server, during)
         database = EmbeddedMongoDB(data, port=port)
         database.start()
         _wait_for(lambda: httpx.get(f"{server.url}/readyz").status_code == 200, within=30)
@@ -202,6 +194,19 @@ START_SLOW = """mutation($p: String!) { startRun(input: {agentId: "slow", prompt
 APPROVE_BY_ID = """mutation($r: ID!) { approveToolCall(input: {runId: $r}) {
   __typename ... on RunDecided { run { status } } } }"""
 STATUS_OF = "query($r: ID!) { agentRun(runId: $r) { status } }"
+
+
+def _refused_while_down(server: Server, run_id: str) -> None:
+    """A decision asked while the database is down: refused, and the caller told so."""
+    refused = httpx.post(
+        f"{server.url}/graphql",
+        json={"query": APPROVE_BY_ID, "variables": {"r": run_id}},
+        timeout=30,
+    )
+    assert refused.status_code == 200 and "RunDecided" not in refused.text
+    error = refused.json()["errors"][0]  # masked: the cause is in the log, by request id
+    assert error["extensions"]["code"] == "INTERNAL_SERVER_ERROR"
+    assert error["extensions"]["requestId"] == refused.headers["x-request-id"]
 
 
 def _start_slow(server: Server, prompt: str) -> str:
