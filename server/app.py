@@ -238,7 +238,9 @@ async def readyz(request: Request) -> Response:
         log.warning("not ready: database", extra={"reason": type(exc).__name__})
         return JSONResponse({"status": "unavailable", "reason": "database"}, status_code=503)
     if sync_task.done() or storage.sync.following is None:
-        return JSONResponse({"status": "starting", "reason": "sync"}, status_code=503)
+        progress = storage.sync.progress  # of the start-up reconcile: snapshots looked at
+        starting = {"status": "starting", "reason": "sync", "indexed": progress.indexed}
+        return JSONResponse(starting | {"of": progress.of}, status_code=503)
     if not storage.sync.healthy:  # the follower failed and is retrying: lists may lag
         return JSONResponse({"status": "unavailable", "reason": "sync"}, status_code=503)
     return JSONResponse({"status": "ready", "sync": storage.sync.following.value})

@@ -303,6 +303,30 @@ class RunIndex:
             return int(exc.details.get("nModified", 0)) + int(exc.details.get("nUpserted", 0))
         return result.modified_count + result.upserted_count
 
+    async def put_new(self, entries: list[RunEntry]) -> int:
+        """Insert discovered suspended runs the index held no entry for (a first start):
+        an insert costs a third of `put_suspended`'s conditional upsert on the embedded
+        server. One written meanwhile (its runId taken) is put as `put_suspended` puts it."""
+        if not entries:
+            return 0
+        await self._note_created([e.created_at for e in entries])
+        docs = [
+            {**{k: v for k, v in e.to_document().items() if k not in _KEPT}, "version": 1}
+            for e in entries
+        ]
+        try:
+            result = await self.collection.insert_many(docs, ordered=False)
+        except BulkWriteError as exc:
+            errors = exc.details.get("writeErrors", [])
+            if any(error.get("code") != _DUPLICATE_KEY for error in errors):
+                raise
+            taken = [entries[error["index"]] for error in errors]
+            return int(exc.details.get("nInserted", 0)) + await self.put_suspended(taken)
+        return len(result.inserted_ids)
+
+    async def is_empty(self) -> bool:
+        return await self.collection.find_one({}, {"_id": 1}) is None
+
     async def end_runs(self, run_ids: Iterable[str], now: datetime) -> int:
         """Mark suspended runs that left the suspended state elsewhere as ENDED."""
         ids = list(run_ids)

@@ -226,3 +226,74 @@ def _as_datetime(value: Any, name: str) -> datetime:
     if not isinstance(value, datetime):
         raise MalformedSnapshot(f"{name} is missing or not a date")
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def extraction_projection(prefix: str = "") -> Document:
+    """What `extract_entry` reads of a snapshot document, as aggregation expressions over
+    the document at `prefix` ("" for a collection's documents, "fullDocument." in a change
+    stream), for a `$project` (or a change stream's `$set`).
+
+    A snapshot's big parts are left out: the step graph, the steps' payloads and outputs,
+    and the message history each suspension keeps in `__streamState` (only its
+    `messageList.memoryInfo` is read). So a 1 MB snapshot travels as the few hundred bytes
+    extraction needs. The step keys vary, hence `$objectToArray`/`$map`. A snapshot stored
+    as a JSON string goes whole: it is parsed here.
+    """
+    snapshot = f"${prefix}snapshot"
+    context = f"{snapshot}.context"
+    fields: Document = {
+        name: f"${prefix}{name}"
+        for name in ("_id", "workflow_name", "run_id", "resourceId", "createdAt", "updatedAt")
+    }
+    kept: Document = {
+        name: f"{snapshot}.{name}"
+        for name in ("status", "resumeLabels", "agentId", "toolCalls", "threadId", "resourceId")
+    }
+    steps = {"$arrayToObject": {"$map": {"input": {"$objectToArray": context}, "in": _STEP}}}
+    kept["context"] = {"$cond": [_is_object(context), steps, context]}
+    fields["snapshot"] = {"$cond": [_is_object(snapshot), kept, snapshot]}
+    return fields
+
+
+def _is_object(expression: str) -> Document:
+    return {"$eq": [{"$type": expression}, "object"]}
+
+
+_PAYLOAD = "$$this.v.suspendPayload"
+_STEP: Document = {
+    "k": "$$this.k",
+    "v": {
+        "status": "$$this.v.status",
+        "agentId": "$$this.v.agentId",
+        "messageListState": {"memoryInfo": "$$this.v.messageListState.memoryInfo"},
+        "suspendPayload": {
+            "$cond": [
+                _is_object(_PAYLOAD),
+                {
+                    "$mergeObjects": [
+                        {
+                            "$arrayToObject": {
+                                "$filter": {
+                                    "input": {"$objectToArray": _PAYLOAD},
+                                    "as": "field",
+                                    "cond": {"$ne": ["$$field.k", "__streamState"]},
+                                }
+                            }
+                        },
+                        {
+                            "__streamState": {
+                                "messageList": {
+                                    "memoryInfo": f"{_PAYLOAD}.__streamState.messageList.memoryInfo"
+                                }
+                            }
+                        },
+                    ]
+                },
+                _PAYLOAD,
+            ]
+        },
+    },
+}
+"""One step of `snapshot.context` (as `$objectToArray` gives it, `$$this`), reduced to what
+extraction reads: its status, the durable loop's input, and its suspendPayload without the
+stream state's history."""

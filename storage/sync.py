@@ -1,9 +1,12 @@
 """Keeps the run index in step with Mastra's snapshot collection.
 
-A full reconcile at start-up and on demand; then a change stream on the snapshot
+A full reconcile at the first start and on demand; then a change stream on the snapshot
 collection, resumed from a stored token, where the server offers one; else an
-incremental reconcile on a short interval. Every path ends in `extract_entry`, so
-what the follower writes is exactly what a rebuild from the snapshots would write.
+incremental reconcile on a short interval. A restart whose token resumes reads nothing
+again; one whose token does not catches up from the stored high-water mark of
+`updatedAt`. Every path ends in `extract_entry`, on only the fields it reads
+(`extraction_projection`), so what the follower writes is exactly what a rebuild from the
+snapshots would write, and a snapshot's size hardly matters.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pymongo.errors import OperationFailure
 from suspended_runs.storage.entries import RunEntry
 from suspended_runs.storage.run_index import RunIndex
 from suspended_runs.storage.settlement import Settlement, extract_or_log
+from suspended_runs.storage.snapshots import extraction_projection
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,23 @@ _SWEEP_INTERVAL = 1.0
 _DEADLINE_HORIZON = timedelta(seconds=5)
 """How far ahead the sweeper looks for deadlines: more than its interval, with room."""
 _INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
+_TOKEN_SAVE_INTERVAL = 10.0
+"""Seconds between saves of an idle stream's token, so it stays within the oplog."""
+_REPLAY_SECONDS = 30.0
+"""Longest a restart waits for a resumed stream's backlog before saying it is ready."""
+_PROGRESS_LOG_INTERVAL = 10.0
+"""Seconds between progress lines while the index is built."""
+_SETTLED = ["running", "success", "failed", "tripwire", "waiting", "pending", "canceled"]
+_SETTLED += ["bailed", "paused", "skipped"]
+"""Mastra's workflow states (WorkflowRunStatus of @mastra/core 1.71) other than suspended."""
+_CANDIDATES: Document = {
+    "workflow_name": {"$in": list(RUN_WORKFLOWS)},
+    # Not a settled state, rather than "suspended": a snapshot stored as a JSON string by
+    # older writers (or malformed) has no `snapshot.status`; it is read, parsed or logged.
+    # No top-level $or: the embedded server scans for one.
+    "snapshot.status": {"$nin": _SETTLED},
+}
+"""The snapshot documents that may be suspended runs."""
 
 
 class SyncMode(StrEnum):
@@ -52,6 +73,17 @@ class ReconcileReport:
     written: int = 0
     ended: int = 0
     skipped: int = 0
+
+
+@dataclass(slots=True)
+class Progress:
+    """How far a reconcile is: snapshot documents looked at, of how many at most (None:
+    not known yet)."""
+
+    indexed: int = 0
+    of: int | None = None
+    """The snapshot collection's size: an upper bound (it also holds documents that are
+    not runs, such as each Mastra run's execution workflow)."""
 
 
 def utcnow() -> datetime:
@@ -88,6 +120,10 @@ class SnapshotSync:
         self._seen: dict[Any, tuple[Any, Any]] = {}
         """`_id` -> `_look_of` the documents applied within the poll overlap."""
         self._retry = _FIRST_RETRY
+        self.progress = Progress()
+        """Of the reconcile under way (`/readyz` shows it while starting)."""
+        self._token_saved_at = 0.0
+        self._progress_logged_at = 0.0
 
     async def ensure_indexes(self) -> None:
         # Indexes are the only writes to Mastra's documents: polling reads by updatedAt,
@@ -102,24 +138,27 @@ class SnapshotSync:
     async def reconcile(self) -> ReconcileReport:
         """Rebuild every entry from the snapshots: new, changed and vanished suspended runs.
 
-        Two passes: a light one over `(run_id, updatedAt)` of every suspended snapshot, then
-        whole documents only for runs the index does not hold as they are (snapshots are
-        15 kB and more; a restart with nothing changed reads none of them).
+        With entries in the index, two passes: a light one over `(run_id, updatedAt)` of
+        every candidate, then the documents of the runs the index does not hold as they are
+        (a restart with nothing changed reads none of them). With none (a first start), one
+        pass that reads and inserts them all. Either streams in batches: what it holds is
+        the index's `runId -> state` map, never every snapshot.
         """
         report = ReconcileReport()
-        known = await self.index.discovered_versions()
-        seen: set[str] = set()
-        stale = await self._stale_snapshots(known, seen, report)
-        for i in range(0, len(stale), _BATCH):
-            entries = []
-            async for doc in self.snapshots.find({"_id": {"$in": stale[i : i + _BATCH]}}):
-                entry = extract_or_log(doc)
-                if entry is None:
-                    report.skipped += 1
-                else:
-                    seen.add(entry.run_id)
-                    entries.append(entry)
-            report.written += await self.index.put_suspended(entries)
+        self.progress = Progress()
+        counting = asyncio.create_task(self._count_candidates())
+        try:
+            known = await self.index.discovered_versions()
+            seen: set[str] = set()
+            if known:
+                async for stale in self._stale_batches(known, seen, report):
+                    docs = self._read_snapshots({"_id": {"$in": stale}})
+                    await self._index_documents(docs, known, seen, report, counted=False)
+            else:
+                docs = self._read_snapshots(_CANDIDATES)
+                await self._index_documents(docs, known, seen, report, counted=True)
+        finally:
+            counting.cancel()
         gone = [
             run_id
             for run_id, (status, _) in known.items()
@@ -129,19 +168,24 @@ class SnapshotSync:
         log.info("reconciled run index", extra=asdict(report))
         return report
 
-    async def _stale_snapshots(
+    async def _count_candidates(self) -> None:
+        """An upper bound of the documents the reconcile looks at: the collection's size
+        (MongoDB keeps it; counting the candidates themselves would read each one on the
+        embedded server, a third of a first start). Mastra keeps two documents per run."""
+        try:
+            self.progress.of = await self.snapshots.estimated_document_count()
+        except OperationFailure as exc:
+            log.debug("could not size the snapshots", extra={"reason": str(exc)})
+
+    async def _stale_batches(
         self, known: dict[str, tuple[str, Any]], seen: set[str], report: ReconcileReport
-    ) -> list[Any]:
-        """The light pass: ids of the suspended snapshots the index does not hold as they
-        are; runs it does hold go into `seen`."""
+    ) -> AsyncIterator[list[Any]]:
+        """The light pass: ids of the candidates the index does not hold as they are, a
+        batch at a time; runs it does hold go into `seen`."""
         stale: list[Any] = []
-        query = {
-            "workflow_name": {"$in": list(RUN_WORKFLOWS)},
-            # Older writers store the snapshot as a JSON string: those are read and parsed.
-            "$or": [{"snapshot.status": "suspended"}, {"snapshot": {"$type": "string"}}],
-        }
-        async for doc in self.snapshots.find(query, {"_id": 1, "run_id": 1, "updatedAt": 1}):
-            report.scanned += 1
+        looked = self.snapshots.find(_CANDIDATES, {"_id": 1, "run_id": 1, "updatedAt": 1})
+        async for doc in looked:
+            self._looked_at(report)
             self._raise_high_water(doc)
             run_id = doc.get("run_id")
             if isinstance(run_id, str) and known.get(run_id) == (
@@ -151,7 +195,86 @@ class SnapshotSync:
                 seen.add(run_id)
             else:
                 stale.append(doc["_id"])
-        return stale
+            if len(stale) >= _BATCH:
+                yield stale
+                stale = []
+        if stale:
+            yield stale
+
+    async def _index_documents(
+        self,
+        docs: AsyncIterator[Document],
+        known: dict[str, tuple[str, Any]],
+        seen: set[str],
+        report: ReconcileReport,
+        *,
+        counted: bool,
+    ) -> None:
+        """Write the suspended runs of `docs`, a batch at a time: inserted where the index
+        holds no entry, else put over it as the follower does. `counted`: each document is
+        one looked at (in the light pass, it was counted there)."""
+        batch: list[RunEntry] = []
+        async for doc in docs:
+            if counted:
+                self._looked_at(report)
+            self._raise_high_water(doc)
+            entry = extract_or_log(doc)
+            if entry is None:
+                report.skipped += 1
+                continue
+            seen.add(entry.run_id)
+            batch.append(entry)
+            if len(batch) >= _BATCH:
+                report.written += await self._write_batch(batch, known)
+                batch = []
+        report.written += await self._write_batch(batch, known)
+
+    async def _write_batch(self, batch: list[RunEntry], known: dict[str, tuple[str, Any]]) -> int:
+        new = [e for e in batch if e.run_id not in known]
+        held = [e for e in batch if e.run_id in known]
+        return await self.index.put_new(new) + await self.index.put_suspended(held)
+
+    def _looked_at(self, report: ReconcileReport) -> None:
+        report.scanned += 1
+        self.progress.indexed = report.scanned
+        now = asyncio.get_running_loop().time()
+        if now - self._progress_logged_at >= _PROGRESS_LOG_INTERVAL:
+            self._progress_logged_at = now
+            log.info(
+                "indexing snapshots",
+                extra={"indexed": self.progress.indexed, "of": self.progress.of},
+            )
+
+    async def _read_snapshots(self, query: Document) -> AsyncIterator[Document]:
+        """The documents `query` selects, with only what extraction reads."""
+        pipeline = [{"$match": query}, {"$project": extraction_projection()}]
+        async for doc in await self.snapshots.aggregate(pipeline, batchSize=100):
+            yield doc
+
+    async def catch_up(self, since: datetime) -> ReconcileReport:
+        """After a change stream that could not resume (or a restart in poll mode): apply
+        the snapshots changed since `since` (the high-water mark of `updatedAt` applied, less
+        the writers' clock skew) and end the runs whose snapshot is gone. O(changes), plus
+        the ids of the suspended entries."""
+        report = ReconcileReport()
+        self.progress = Progress()
+        # `updatedAt` first: the embedded server serves the first clause an index can.
+        query = {"updatedAt": {"$gte": since - self.poll_overlap}, **_CANDIDATES}
+        async for doc in self._read_snapshots(query):
+            self._looked_at(report)
+            report.written += await self.apply_document(doc)
+            self._raise_high_water(doc)
+        report.ended = await self._end_vanished()
+        log.info("caught up with the snapshots", extra=asdict(report))
+        return report
+
+    async def _catch_up(self) -> None:
+        """From the stored high-water mark where there is one (and an index), else in full."""
+        since = await self._stored_high_water()
+        if since is None or await self.index.is_empty():
+            await self.reconcile()
+        else:
+            await self.catch_up(since)
 
     async def run(self) -> None:
         """Reconcile, then follow changes until cancelled. Never dies: a failure is logged
@@ -181,7 +304,8 @@ class SnapshotSync:
         if mode is SyncMode.CHANGE_STREAM:
             await self._follow_change_stream()
         else:
-            await self.reconcile()
+            if self.following is None:
+                await self._catch_up()
             self._following(SyncMode.POLL)
             await self._follow_by_polling()
 
@@ -201,15 +325,17 @@ class SnapshotSync:
             except Exception as exc:  # the follower's own retry reports a database outage
                 log.debug("settling runs in doubt failed", extra={"errorType": type(exc).__name__})
 
-    async def apply_document(self, doc: Document) -> None:
-        """Bring one run's entry in line with its current snapshot document."""
+    async def apply_document(self, doc: Document) -> int:
+        """Bring one run's entry in line with its current snapshot document (whole, or as
+        `extraction_projection` gives it); how many entries that wrote."""
         if doc.get("workflow_name") not in RUN_WORKFLOWS:
-            return
+            return 0
         entry = extract_or_log(doc)
         if entry is not None:
-            await self._put_changed([entry])
-        elif isinstance(doc.get("run_id"), str):
-            await self.index.end_runs([doc["run_id"]], self.clock())
+            return await self._put_changed([entry])
+        if isinstance(doc.get("run_id"), str):
+            return await self.index.end_runs([doc["run_id"]], self.clock())
+        return 0
 
     async def current_entry(self, run_id: str) -> RunEntry | None:
         """A Mastra run as its snapshot says now: its suspended entry, or None if it is not."""
@@ -240,28 +366,54 @@ class SnapshotSync:
     async def _follow_change_stream(self) -> None:
         stream, resumed = await self._open_stream()
         async with stream:
-            if not resumed or self.following is None:
-                # Opened first, so nothing written during the reconcile is missed; needed
-                # at start-up and whenever the stream could not resume.
-                await self.reconcile()
+            if not resumed or await self.index.is_empty():
+                # Opened first, so nothing written meanwhile is missed.
+                await self._catch_up()
+            else:
+                # A stream that resumed replays every change since its token: nothing to
+                # read again; ready once what was written while down is applied.
+                await self._follow_changes(stream, until_idle=True)
+            await self._save_token(stream.resume_token)
             self._following(SyncMode.CHANGE_STREAM)
-            async for change in _changes(stream):
+            await self._follow_changes(stream, until_idle=False)
+
+    async def _follow_changes(
+        self, stream: AsyncChangeStream[Document], *, until_idle: bool
+    ) -> None:
+        """Apply the stream's changes, saving its token; `until_idle`: only those waiting
+        (for at most `_REPLAY_SECONDS`: a busy stream is followed as it goes)."""
+        deadline = asyncio.get_running_loop().time() + _REPLAY_SECONDS
+        while stream.alive:
+            change = await stream.try_next()
+            if change is not None:
                 await self._apply_change(change)
+            if change is not None or self._token_due():
                 await self._save_token(stream.resume_token)
+            if until_idle and (change is None or asyncio.get_running_loop().time() > deadline):
+                return
 
     async def _open_stream(self) -> tuple[AsyncChangeStream[Document], bool]:
-        """A stream on the snapshots, and whether it resumed from the stored token."""
+        """A stream on the snapshots, and whether it resumed from the stored token. Each
+        change's document comes with only what extraction reads."""
         token = await self._load_token()
         if token is not None:
             try:
                 stream = await self.snapshots.watch(
-                    full_document="updateLookup", resume_after=token, max_await_time_ms=500
+                    _CHANGE_PIPELINE,
+                    full_document="updateLookup",
+                    resume_after=token,
+                    max_await_time_ms=500,
                 )
                 return stream, True
             except OperationFailure as exc:
                 log.warning("stored resume token no longer valid", extra={"reason": str(exc)})
-        stream = await self.snapshots.watch(full_document="updateLookup", max_await_time_ms=500)
+        stream = await self.snapshots.watch(
+            _CHANGE_PIPELINE, full_document="updateLookup", max_await_time_ms=500
+        )
         return stream, False
+
+    def _token_due(self) -> bool:
+        return asyncio.get_running_loop().time() - self._token_saved_at >= _TOKEN_SAVE_INTERVAL
 
     async def _apply_change(self, change: Document) -> None:
         operation = change.get("operationType")
@@ -278,13 +430,21 @@ class SnapshotSync:
         doc = await self.state.find_one({"_id": _TOKEN_ID})
         return doc.get("resumeToken") if doc else None
 
+    async def _stored_high_water(self) -> datetime | None:
+        """The newest `updatedAt` applied, as saved with the token (or by polling)."""
+        doc = await self.state.find_one({"_id": _TOKEN_ID})
+        stored = doc.get("highWater") if doc else None
+        return stored if isinstance(stored, datetime) else None
+
     async def _save_token(self, token: Any) -> None:
+        """Save where the stream is, with the high-water mark of `updatedAt` applied."""
+        state: Document = {"savedAt": self.clock()}
         if token is not None:
-            await self.state.update_one(
-                {"_id": _TOKEN_ID},
-                {"$set": {"resumeToken": token, "savedAt": self.clock()}},
-                upsert=True,
-            )
+            state["resumeToken"] = token
+        if self._high_water is not None:
+            state["highWater"] = self._high_water
+        await self.state.update_one({"_id": _TOKEN_ID}, {"$set": state}, upsert=True)
+        self._token_saved_at = asyncio.get_running_loop().time()
 
     # -- polling -----------------------------------------------------------------------
 
@@ -293,6 +453,8 @@ class SnapshotSync:
             await asyncio.sleep(self.poll_interval)
             await self.poll_once()
             self._following(SyncMode.POLL)
+            if self._token_due():
+                await self._save_token(None)  # the high-water mark, for a restart
 
     async def poll_once(self) -> None:
         """Apply snapshots changed since the last look, and end runs whose snapshot is gone.
@@ -302,15 +464,17 @@ class SnapshotSync:
         the high-water mark, reading only `(_id, updatedAt)` there, and fetches the documents
         it has not yet seen as they are (de-duplicated by `_id` and `updatedAt`).
         """
-        query: Document = {"workflow_name": {"$in": list(RUN_WORKFLOWS)}}
+        query: Document = {}
         if self._high_water is not None:
+            # `updatedAt` first: the embedded server serves the first clause an index can.
             query["updatedAt"] = {"$gte": self._high_water - self.poll_overlap}
+        query["workflow_name"] = {"$in": list(RUN_WORKFLOWS)}
         fresh = []
         async for doc in self.snapshots.find(query, _LOOK):
             if self._seen.get(doc["_id"]) != _look_of(doc):
                 fresh.append(doc["_id"])
         for i in range(0, len(fresh), _BATCH):
-            async for doc in self.snapshots.find({"_id": {"$in": fresh[i : i + _BATCH]}}):
+            async for doc in self._read_snapshots({"_id": {"$in": fresh[i : i + _BATCH]}}):
                 await self.apply_document(doc)
                 self._raise_high_water(doc)
                 self._seen[doc["_id"]] = _look_of(doc)
@@ -328,26 +492,26 @@ class SnapshotSync:
             if isinstance(look[0], datetime) and look[0] >= floor
         }
 
-    async def _end_vanished(self) -> None:
+    async def _end_vanished(self) -> int:
+        """End the suspended runs whose snapshot is gone; how many."""
         by_snapshot = await self.index.suspended_by_snapshot()
-        if not by_snapshot:
-            return
-        present = {
-            doc["_id"]
-            async for doc in self.snapshots.find({"_id": {"$in": list(by_snapshot)}}, {"_id": 1})
-        }
+        ids = list(by_snapshot)
+        present: set[Any] = set()
+        for i in range(0, len(ids), _BATCH * 2):
+            batch = {"_id": {"$in": ids[i : i + _BATCH * 2]}}
+            present |= {doc["_id"] async for doc in self.snapshots.find(batch, {"_id": 1})}
         gone = [run_id for snapshot_id, run_id in by_snapshot.items() if snapshot_id not in present]
-        await self.index.end_runs(gone, self.clock())
+        return await self.index.end_runs(gone, self.clock())
 
     # -- shared --------------------------------------------------------------------------
 
-    async def _put_changed(self, entries: Iterable[RunEntry]) -> None:
+    async def _put_changed(self, entries: Iterable[RunEntry]) -> int:
         wanted = list(entries)
         known = await self.index.resting_states([e.run_id for e in wanted])
         changed = [
             e for e in wanted if known.get(e.run_id) != (RunStatus.SUSPENDED.value, e.suspended_at)
         ]
-        await self.index.put_suspended(changed)
+        return await self.index.put_suspended(changed)
 
     def _raise_high_water(self, doc: Document) -> None:
         updated = doc.get("updatedAt")
@@ -366,8 +530,17 @@ def _look_of(doc: Document) -> tuple[Any, Any]:
     return doc.get("updatedAt"), snapshot.get("status") if isinstance(snapshot, dict) else None
 
 
-async def _changes(stream: AsyncChangeStream[Document]) -> AsyncIterator[Document]:
-    while stream.alive:
-        change = await stream.try_next()
-        if change is not None:
-            yield change
+_CHANGE_PIPELINE: list[Document] = [
+    {
+        "$set": {
+            "fullDocument": {
+                "$cond": [
+                    {"$eq": [{"$type": "$fullDocument"}, "object"]},
+                    extraction_projection("fullDocument."),
+                    "$fullDocument",
+                ]
+            }
+        }
+    }
+]
+"""A change's document reduced to what extraction reads (null stays null: deleted since)."""

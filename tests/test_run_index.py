@@ -199,3 +199,16 @@ async def test_time_passing_a_deadline_makes_a_new_version(index: RunIndex) -> N
     await index.collection.database[RUNS_COLLECTION].delete_one({"runId": "done"})  # the TTL
     assert await index.pass_deadlines(expiry + tick, tick)  # one more after it went
     assert not await index.pass_deadlines(expiry + 2 * tick, tick)
+
+
+async def test_put_new_inserts_and_leaves_a_run_written_meanwhile_to_put_suspended(
+    index: RunIndex,
+) -> None:
+    seen = entry(run_id="taken")
+    await index.put_started(seen)
+    decision = Decision(Action.APPROVE, "alice", T0)
+    assert await index.apply_decision(seen, seen.with_decision("c-1", decision), None)
+    assert await index.put_new([entry(run_id="fresh"), entry(run_id="taken")]) == 1
+    taken, fresh = await index.get("taken"), await index.get("fresh")
+    assert taken is not None and taken.tool_calls[0].decision == decision  # not undone
+    assert fresh is not None and fresh.version == 1

@@ -247,3 +247,127 @@ async def test_polling_misses_no_change_from_a_writer_whose_clock_is_behind(
 
 async def _gone(gql: Any, run_id: str) -> bool:
     return not await listed(gql, run_id)
+
+
+# -- restarts in O(changes), a first start in bounded memory, projected reads -----------
+
+
+def _counting(monkeypatch, name: str) -> list[int]:
+    """Counts calls of SnapshotSync.<name> (one element per call)."""
+    from suspended_runs.storage import SnapshotSync
+
+    calls: list[int] = []
+    real = getattr(SnapshotSync, name)
+
+    def counted(self: SnapshotSync, *args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(SnapshotSync, name, counted)
+    return calls
+
+
+async def test_a_restart_whose_token_resumes_reads_no_snapshot_again(
+    snapshots, settings: Settings, start_app, monkeypatch
+) -> None:
+    streamed = settings.model_copy(update={"sync_mode": "change_stream"})
+    await snapshots.insert_many([suspended_doc(f"old-{i}") for i in range(5)])
+    async with running_app(streamed) as client:
+        await eventually(lambda: listed(make_gql(client), "old-4"), within=2)
+    reconciles, catch_ups = _counting(monkeypatch, "reconcile"), _counting(monkeypatch, "catch_up")
+    reads = _counting(monkeypatch, "_read_snapshots")
+    await snapshots.insert_one(suspended_doc("while-down"))
+    await snapshots.delete_one({"run_id": "old-0"})
+    gql = make_gql(await start_app(streamed))
+    assert (len(reconciles), len(catch_ups), len(reads)) == (0, 0, 0)
+    await eventually(lambda: listed(gql, "while-down"), within=2)  # replayed by the stream
+
+    async def ended() -> bool:
+        return await status_of(gql, "old-0") == "ENDED"
+
+    await eventually(ended, within=2)
+
+
+async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
+    db, snapshots, settings: Settings, start_app, monkeypatch
+) -> None:
+    streamed = settings.model_copy(update={"sync_mode": "change_stream"})
+    await snapshots.insert_many([suspended_doc(f"run-{i}") for i in range(4)])
+    async with running_app(streamed) as client:
+        await eventually(lambda: listed(make_gql(client), "run-3"), within=2)
+    state = db[SYNC_STATE_COLLECTION]
+    saved = await state.find_one({"_id": "snapshot-change-stream"})
+    assert saved is not None
+    assert saved["highWater"].replace(tzinfo=None) == suspended_doc("x")["updatedAt"]
+    await state.update_one(
+        {"_id": "snapshot-change-stream"}, {"$set": {"resumeToken": {"_data": "00"}}}
+    )
+    later = saved["highWater"] + timedelta(minutes=30)
+    await snapshots.insert_one(suspended_doc("new", updatedAt=later))
+    await snapshots.delete_one({"run_id": "run-0"})
+    reconciles, catch_ups = _counting(monkeypatch, "reconcile"), _counting(monkeypatch, "catch_up")
+    gql = make_gql(await start_app(streamed))
+    assert (len(reconciles), len(catch_ups)) == (0, 1)
+    assert await listed(gql, "new") and await listed(gql, "run-1")
+    assert await status_of(gql, "run-0") == "ENDED"
+
+
+async def test_a_first_start_reports_its_progress_in_readyz(
+    snapshots, settings: Settings, monkeypatch
+) -> None:
+    import asyncio
+
+    from asgi_lifespan import LifespanManager
+
+    from suspended_runs.server import create_app
+    from suspended_runs.storage import RunIndex
+
+    await snapshots.insert_many([suspended_doc(f"r-{i:04d}") for i in range(1200)])
+    real = RunIndex.put_new
+
+    async def slow(self: RunIndex, entries: list[Any]) -> int:
+        await asyncio.sleep(0.3)
+        return await real(self, entries)
+
+    monkeypatch.setattr(RunIndex, "put_new", slow)
+    seen: list[dict[str, Any]] = []
+    async with LifespanManager(create_app(settings)) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            while (answer := await client.get("/readyz")).status_code != 200:
+                seen.append(answer.json())
+                await asyncio.sleep(0.05)
+            body = await client.post("/graphql", json={"query": "{ suspendedRuns { total } }"})
+    assert body.json()["data"]["suspendedRuns"]["total"] == 1200
+    starting = [s for s in seen if s.get("indexed")]
+    assert starting and all(s["status"] == "starting" for s in starting)
+    assert {s["of"] for s in starting} <= {None, 1200}
+    assert any(0 < s["indexed"] < 1200 for s in starting)
+
+
+async def test_the_follower_reads_only_what_extraction_needs(db, snapshots) -> None:
+    """Projected documents (a 1 MB snapshot travels as a few hundred bytes) give the very
+    entries whole ones give: every fixture, as an object and as a JSON string."""
+    from bson import json_util
+
+    from suspended_runs.storage import RunIndex, SnapshotSync, extract_entry
+
+    docs = load_snapshots() + load_snapshots("durable_snapshots.extjson")
+    strings = [
+        {**{k: v for k, v in d.items() if k != "_id"}, "run_id": f"{d['run_id']}-s"}
+        | {"snapshot": json_util.dumps(d["snapshot"])}
+        for d in docs
+    ]
+    bloated = suspended_doc("big")
+    steps = bloated["snapshot"]["context"]
+    steps["executionWorkflow"]["suspendPayload"]["__streamState"]["messageList"]["messages"] = [
+        {"role": "user", "content": "x" * 1000}
+    ] * 1000
+    await snapshots.insert_many([*docs, *strings, bloated])
+    sync = SnapshotSync(snapshots, RunIndex(db["index"], timedelta(days=1)), db["state"])
+    projected = {d["_id"]: d async for d in sync._read_snapshots({})}
+    whole = {d["_id"]: d async for d in snapshots.find({})}
+    assert projected.keys() == whole.keys()
+    for key, doc in whole.items():
+        assert extract_entry(projected[key]) == extract_entry(doc), doc["run_id"]
+    assert len(json_util.dumps(projected[bloated["_id"]])) < 5_000 < len(json_util.dumps(bloated))
