@@ -182,6 +182,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
 async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> AsyncIterator[None]:
     """One MongoDB client, its indexes, the runtimes, and the snapshot follower."""
     assert settings.mongodb_uri is not None
+    instance = _instance_id(settings)
     storage = Storage.open(
         settings.mongodb_uri,
         settings.mongodb_db,
@@ -189,9 +190,11 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
         sync_mode=settings.sync_mode,
         poll_interval=settings.sync_poll_interval,
         poll_overlap=timedelta(seconds=settings.sync_poll_overlap_seconds),
+        instance=instance,
+        follower_lease=timedelta(seconds=settings.follower_lease_seconds),
     )
     await storage.ensure_indexes()
-    claims = ClaimKeeper(storage.runs, _instance_id(settings), settings.claim_lease)
+    claims = ClaimKeeper(storage.runs, instance, settings.claim_lease)
     mastra_client = MastraClient(settings.mastra_servers)
     runtimes = Runtimes(
         claims,

@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     sync_poll_overlap_seconds: float = Field(
         300.0, gt=0, description="Clock skew between snapshot writers that polling tolerates."
     )
+    follower_lease_seconds: float = Field(
+        5.0, gt=0, description="The snapshot follower's lease; renewed every third of it."
+    )
     retention_days: float = Field(7.0, gt=0)
     max_query_depth: int = Field(10, ge=1)
     max_query_tokens: int = Field(2000, ge=1)

@@ -48,10 +48,13 @@ class Storage:
         sync_mode: SyncMode = SyncMode.AUTO,
         poll_interval: float = 0.5,
         poll_overlap: timedelta = timedelta(minutes=5),
+        instance: str | None = None,
+        follower_lease: timedelta = timedelta(seconds=5),
     ) -> Storage:
+        """`instance` names this process in the follower lease (`follower_lease` long)."""
         client = connect(uri)
         db = client[db_name]
-        runs = RunIndex(db[RUNS_COLLECTION], retention)
+        runs = RunIndex(db[RUNS_COLLECTION], retention, db[SYNC_STATE_COLLECTION])
         sync = SnapshotSync(
             db[SNAPSHOTS_COLLECTION],
             runs,
@@ -59,6 +62,8 @@ class Storage:
             mode=sync_mode,
             poll_interval=poll_interval,
             poll_overlap=poll_overlap,
+            holder=instance,
+            lease=follower_lease,
         )
         return cls(
             client=client,

@@ -1,6 +1,8 @@
 """Keeps the run index in step with Mastra's snapshot collection.
 
-A full reconcile at the first start and on demand; then a change stream on the snapshot
+One instance of those on a database follows, elected by a lease in the database
+(`FollowerLease`); the others stand by, and take over when it runs out. A full reconcile
+at the first start and on demand; then a change stream on the snapshot
 collection, resumed from a stored token, where the server offers one; else an
 incremental reconcile on a short interval. A restart whose token resumes reads nothing
 again; one whose token does not catches up from the stored high-water mark of
@@ -12,7 +14,11 @@ snapshots would write, and a snapshot's size hardly matters.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import socket
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -21,7 +27,7 @@ from typing import Any
 
 from pymongo.asynchronous.change_stream import AsyncChangeStream
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import OperationFailure
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from suspended_runs.storage.entries import RunEntry
 from suspended_runs.storage.run_index import RunIndex
@@ -34,6 +40,8 @@ log = logging.getLogger(__name__)
 _BATCH = 500
 _TOKEN_ID = "snapshot-change-stream"
 _POLL_OVERLAP = timedelta(minutes=5)
+_LEASE = timedelta(seconds=5)
+_RELEASE_SECONDS = 2.0
 _FIRST_RETRY = 0.5
 _MAX_RETRY = 30.0
 """A follower that fails retries after 0.5 s, 1 s, 2 s, ... up to 30 s between tries."""
@@ -90,6 +98,74 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+_LEASE_ID = "snapshot-follower"
+
+
+class FollowerLease:
+    """Which instance follows the snapshots: a document in `suspended_runs_sync` naming its
+    holder and when the hold runs out. The holder renews it every third of its length; any
+    instance takes it once it ran out (a holder that died, or lost the database), so one
+    follows within a lease of the last one stopping. Instances' clocks are assumed to
+    agree within a fraction of the lease."""
+
+    def __init__(
+        self,
+        state: AsyncCollection[Document],
+        holder: str,
+        length: timedelta,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.state = state
+        self.holder = holder
+        self.length = length
+        self.clock = clock
+
+    @property
+    def renew_every(self) -> float:
+        return self.length.total_seconds() / 3
+
+    async def take(self, status: Document) -> bool:
+        """Hold the lease (newly, or again), unless another instance holds it."""
+        now = self.clock()
+        # A top-level $or is scanned by the embedded server: this collection holds a few.
+        held_by_none = {"$or": [{"holder": self.holder}, {"expiresAt": {"$lte": now}}]}
+        try:
+            await self.state.update_one(
+                {"_id": _LEASE_ID, **held_by_none}, self._holding(now, status), upsert=True
+            )
+        except DuplicateKeyError:  # the lease exists, held by another: the upsert's insert
+            return False
+        return True
+
+    async def renew(self, status: Document) -> bool:
+        """Hold on; False when another instance took the lease meanwhile."""
+        now = self.clock()
+        result = await self.state.update_one(
+            {"_id": _LEASE_ID, "holder": self.holder}, self._holding(now, status)
+        )
+        return result.matched_count == 1
+
+    async def current(self) -> Document | None:
+        """The lease as its holder last said (mode, health, progress), while it holds."""
+        doc = await self.state.find_one({"_id": _LEASE_ID})
+        expires = doc.get("expiresAt") if doc else None
+        return doc if isinstance(expires, datetime) and expires > self.clock() else None
+
+    async def release(self) -> None:
+        """Let go (a clean stop), so another instance takes over at once."""
+        await self.state.update_one(
+            {"_id": _LEASE_ID, "holder": self.holder}, {"$set": {"expiresAt": self.clock()}}
+        )
+
+    def _holding(self, now: datetime, status: Document) -> Document:
+        held = {"holder": self.holder, "expiresAt": now + self.length, "renewedAt": now}
+        return {"$set": held | status}
+
+
+def instance_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 class SnapshotSync:
     def __init__(
         self,
@@ -101,6 +177,8 @@ class SnapshotSync:
         poll_interval: float = 0.5,
         poll_overlap: timedelta = _POLL_OVERLAP,
         clock: Callable[[], datetime] = utcnow,
+        holder: str | None = None,
+        lease: timedelta = _LEASE,
     ) -> None:
         self.snapshots = snapshots
         self.index = index
@@ -124,6 +202,9 @@ class SnapshotSync:
         """Of the reconcile under way (`/readyz` shows it while starting)."""
         self._token_saved_at = 0.0
         self._progress_logged_at = 0.0
+        self.lease = FollowerLease(state, holder or instance_name(), lease, clock)
+        self.role = "standby"
+        """"follower" while this instance holds the lease and follows, else "standby"."""
 
     async def ensure_indexes(self) -> None:
         # Indexes are the only writes to Mastra's documents: polling reads by updatedAt,
@@ -277,8 +358,70 @@ class SnapshotSync:
             await self.catch_up(since)
 
     async def run(self) -> None:
+        """Follow the snapshots while this instance holds the follower lease; stand by while
+        another does (ready when it is), and take over when its lease runs out. Never dies;
+        lets the lease go when cancelled."""
+        try:
+            while True:
+                try:
+                    if await self.lease.take(self._status()):
+                        await self._lead()
+                    else:
+                        await self._stand_by()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    self.healthy = False
+                    log.warning(
+                        "the follower lease could not be checked",
+                        extra={"errorType": type(exc).__name__},
+                    )
+                await asyncio.sleep(self.lease.renew_every)
+        finally:
+            if self.role == "follower":
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.lease.release(), _RELEASE_SECONDS)
+
+    async def _lead(self) -> None:
+        """Follow while the lease holds, renewing it every third of its length."""
+        if self.role != "follower":
+            log.info("this instance follows the snapshots", extra={"holder": self.lease.holder})
+        self.role = "follower"
+        following = asyncio.create_task(self._follow_forever(), name="follow-snapshots")
+        try:
+            while not following.done():
+                await asyncio.wait([following], timeout=self.lease.renew_every)
+                if not await self.lease.renew(self._status()):
+                    log.warning("another instance took the follower lease: standing by")
+                    self.role = "standby"
+                    return
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+
+    async def _stand_by(self) -> None:
+        """Another instance follows: show its mode, health and progress as ours."""
+        if self.role != "standby":
+            log.info("another instance follows the snapshots: standing by")
+        self.role = "standby"
+        leader = await self.lease.current()
+        mode = leader.get("mode") if leader else None
+        self.following = SyncMode(mode) if mode in set(SyncMode) else None
+        self.healthy = bool(leader.get("healthy", True)) if leader else True
+        if leader and isinstance(leader.get("indexed"), int):
+            self.progress = Progress(leader["indexed"], leader.get("of"))
+
+    def _status(self) -> Document:
+        """What the follower tells the instances standing by, with each renewal."""
+        mode = self.following.value if self.following and self.role == "follower" else None
+        progress = {"indexed": self.progress.indexed, "of": self.progress.of}
+        return {"mode": mode, "healthy": self.healthy} | progress
+
+    async def _follow_forever(self) -> None:
         """Reconcile, then follow changes until cancelled. Never dies: a failure is logged
         and retried after a capped exponential backoff, unhealthy meanwhile."""
+        self.following = None
         sweeper = asyncio.create_task(self._sweep_forever(), name="settle-runs-in-doubt")
         try:
             while True:
