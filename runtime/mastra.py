@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 
 from suspended_runs.runtime.claims import ClaimKeeper
+from suspended_runs.runtime.metrics import MASTRA_ERRORS, MASTRA_SECONDS
 from suspended_runs.runtime.protocol import Capabilities, Continuation
 from suspended_runs.storage import (
     Action,
@@ -74,6 +76,10 @@ class StreamEnd:
     suspended: bool
 
 
+def _kind(error: Exception) -> str:
+    return "not_applied" if isinstance(error, NotApplied) else "uncertain"
+
+
 class MastraClient:
     def __init__(self, servers: MastraServers) -> None:
         self.servers = servers
@@ -124,6 +130,7 @@ class MastraClient:
             sent = sent or event.endswith("send_request_headers.started")
 
         deadline = self.servers.timeout_seconds
+        route, started = url.rsplit("/", 1)[-1], time.perf_counter()
         try:
             async with asyncio.timeout(deadline):
                 async with self._http.stream(
@@ -136,6 +143,12 @@ class MastraClient:
         except httpx.HTTPError as exc:
             failed = "failed" if sent else "could not be reached"
             failure = f"the call to Mastra {failed} ({type(exc).__name__})"
+        except (NotApplied, OutcomeUncertain) as exc:
+            MASTRA_ERRORS.labels(route=route, kind=_kind(exc)).inc()
+            raise
+        finally:
+            MASTRA_SECONDS.labels(route=route).observe(time.perf_counter() - started)
+        MASTRA_ERRORS.labels(route=route, kind="uncertain" if sent else "not_applied").inc()
         raise (OutcomeUncertain if sent else NotApplied)(failure) from None
 
 

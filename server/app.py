@@ -10,11 +10,13 @@ import json
 import logging
 import os
 import socket
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
+from graphql import GraphQLError, OperationDefinitionNode, parse
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -36,12 +38,14 @@ from suspended_runs.runtime import (
     Runtimes,
     load_agents,
 )
+from suspended_runs.runtime.metrics import REQUEST_SECONDS, operation_label
 from suspended_runs.schema import build_schema, classify
 from suspended_runs.server import inbox
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
 from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
 from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
+from suspended_runs.server.metrics import metrics_app
 from suspended_runs.server.settings import Settings
 from suspended_runs.storage import ConfigurationError, Runtime, Storage
 
@@ -84,11 +88,35 @@ class GraphQLApp(GraphQL[Context, None]):
             raise json.JSONDecodeError("the request body is not a JSON object", "", 0)
         return value
 
+    async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
+        """One operation, timed by its name (runtime/metrics.py)."""
+        started = time.perf_counter()
+        try:
+            return await super().execute_single(*args, **kwargs)
+        finally:
+            data = kwargs.get("request_data")
+            name = getattr(data, "operation_name", None) or _named(getattr(data, "query", None))
+            REQUEST_SECONDS.labels(operation=operation_label(name)).observe(
+                time.perf_counter() - started
+            )
+
     async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
         if result.errors:
             request_id = current_request_id()
             result.errors = [classify(error, request_id=request_id) for error in result.errors]
         return await super().process_result(request, result)
+
+
+@functools.lru_cache(maxsize=512)
+def _named(query: str | None) -> str | None:
+    """The name of a document's one operation (what a client that sends no operationName
+    runs), for the request metrics; None for an anonymous one or a document that fails."""
+    try:
+        document = parse(query or "")
+    except GraphQLError:
+        return None
+    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+    return operations[0].name.value if len(operations) == 1 and operations[0].name else None
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -121,6 +149,7 @@ def create_app(settings: Settings) -> Starlette:
             ),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
+            Route("/metrics", metrics_app(authenticator), methods=["GET"]),
             *inbox.routes(),
         ],
         middleware=_middleware(settings),
@@ -181,18 +210,8 @@ def _middleware(settings: Settings) -> list[Middleware]:
 @contextlib.asynccontextmanager
 async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> AsyncIterator[None]:
     """One MongoDB client, its indexes, the runtimes, and the snapshot follower."""
-    assert settings.mongodb_uri is not None
     instance = _instance_id(settings)
-    storage = Storage.open(
-        settings.mongodb_uri,
-        settings.mongodb_db,
-        retention=settings.retention,
-        sync_mode=settings.sync_mode,
-        poll_interval=settings.sync_poll_interval,
-        poll_overlap=timedelta(seconds=settings.sync_poll_overlap_seconds),
-        instance=instance,
-        follower_lease=timedelta(seconds=settings.follower_lease_seconds),
-    )
+    storage = _open_storage(settings, instance)
     await storage.ensure_indexes()
     claims = ClaimKeeper(storage.runs, instance, settings.claim_lease)
     mastra_client = MastraClient(settings.mastra_servers)
@@ -222,6 +241,20 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
         with contextlib.suppress(asyncio.CancelledError):
             await sync_task
         await storage.close()
+
+
+def _open_storage(settings: Settings, instance: str) -> Storage:
+    assert settings.mongodb_uri is not None
+    return Storage.open(
+        settings.mongodb_uri,
+        settings.mongodb_db,
+        retention=settings.retention,
+        sync_mode=settings.sync_mode,
+        poll_interval=settings.sync_poll_interval,
+        poll_overlap=timedelta(seconds=settings.sync_poll_overlap_seconds),
+        instance=instance,
+        follower_lease=timedelta(seconds=settings.follower_lease_seconds),
+    )
 
 
 def _instance_id(settings: Settings) -> str:

@@ -38,6 +38,7 @@ from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from suspended_runs.resolvers import Principal
+from suspended_runs.runtime.metrics import NOT_MODIFIED
 from suspended_runs.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,7 @@ class ConditionalGets:
             await self.app(scope, receive, send)
             return
         if tag in _tags(Headers(scope=scope).get("if-none-match", "")):
+            NOT_MODIFIED.inc()
             await send(
                 {"type": "http.response.start", "status": 304, "headers": [(b"etag", tag.encode())]}
             )

@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from bson import Timestamp
 from pymongo.asynchronous.change_stream import AsyncChangeStream
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError, OperationFailure
@@ -200,11 +201,13 @@ class SnapshotSync:
         self._retry = _FIRST_RETRY
         self.progress = Progress()
         """Of the reconcile under way (`/readyz` shows it while starting)."""
-        self._token_saved_at = 0.0
-        self._progress_logged_at = 0.0
+        self._token_saved_at = self._progress_logged_at = 0.0
         self.lease = FollowerLease(state, holder or instance_name(), lease, clock)
         self.role = "standby"
         """"follower" while this instance holds the lease and follows, else "standby"."""
+        self.lag: float | None = None
+        """Seconds from the last change applied (committed, or `updatedAt` when polling)
+        to its application here."""
 
     async def ensure_indexes(self) -> None:
         # Indexes are the only writes to Mastra's documents: polling reads by updatedAt,
@@ -559,6 +562,7 @@ class SnapshotSync:
         return asyncio.get_running_loop().time() - self._token_saved_at >= _TOKEN_SAVE_INTERVAL
 
     async def _apply_change(self, change: Document) -> None:
+        self._lagged(change.get("wallTime") or change.get("clusterTime"))
         operation = change.get("operationType")
         if operation == "delete":
             snapshot_id = (change.get("documentKey") or {}).get("_id")
@@ -619,6 +623,7 @@ class SnapshotSync:
         for i in range(0, len(fresh), _BATCH):
             async for doc in self._read_snapshots({"_id": {"$in": fresh[i : i + _BATCH]}}):
                 await self.apply_document(doc)
+                self._lagged(doc.get("updatedAt"))
                 self._raise_high_water(doc)
                 self._seen[doc["_id"]] = _look_of(doc)
         self._forget_seen_before(self._high_water)
@@ -655,6 +660,13 @@ class SnapshotSync:
             e for e in wanted if known.get(e.run_id) != (RunStatus.SUSPENDED.value, e.suspended_at)
         ]
         return await self.index.put_suspended(changed)
+
+    def _lagged(self, committed: Any) -> None:
+        if isinstance(committed, Timestamp):
+            committed = committed.as_datetime()
+        if isinstance(committed, datetime):
+            moment = committed if committed.tzinfo else committed.replace(tzinfo=UTC)
+            self.lag = max((self.clock() - moment).total_seconds(), 0.0)
 
     def _raise_high_water(self, doc: Document) -> None:
         updated = doc.get("updatedAt")

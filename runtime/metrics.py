@@ -1,0 +1,121 @@
+"""The server's metrics, in the Prometheus format (`GET /metrics`, server/metrics.py).
+
+Counters and histograms are updated where things happen (requests, decisions, calls to
+Mastra); the gauges of what the database holds are read when scraped (`refresh`), from
+the run index (exact counts, kept until the index changes) and the follower's state.
+Everything is in `REGISTRY`, with the process's own metrics (memory, CPU, open files).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.process_collector import ProcessCollector
+
+from suspended_runs.storage import RunFilter, RunStatus, Storage
+
+REGISTRY = CollectorRegistry()
+ProcessCollector(registry=REGISTRY)
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+REQUEST_SECONDS = Histogram(
+    "suspended_runs_graphql_request_seconds",
+    "Seconds to execute a GraphQL operation, by operation name (as the client names it).",
+    ["operation"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+NOT_MODIFIED = Counter(
+    "suspended_runs_graphql_not_modified",
+    "Conditional GETs answered 304 without executing the operation.",
+    registry=REGISTRY,
+)
+DECISIONS = Counter(
+    "suspended_runs_decisions",
+    "Decisions asked of this instance (approve, decline, resume), by the answer's type.",
+    ["outcome"],
+    registry=REGISTRY,
+)
+MASTRA_SECONDS = Histogram(
+    "suspended_runs_mastra_call_seconds",
+    "Seconds of a decision sent to a Mastra server, its event stream read to the end.",
+    ["route"],
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+MASTRA_ERRORS = Counter(
+    "suspended_runs_mastra_call_errors",
+    "Decisions sent to Mastra that failed: not_applied (certainly not) or uncertain.",
+    ["route", "kind"],
+    registry=REGISTRY,
+)
+INDEX_ENTRIES = Gauge(
+    "suspended_runs_index_entries",
+    "Entries of the run index, by stored status (STALLED runs are among RUNNING).",
+    ["status"],
+    registry=REGISTRY,
+)
+STALLED = Gauge(
+    "suspended_runs_stalled_runs",
+    "RUNNING runs whose claim's lease ran out (their process died): an operator's to end.",
+    registry=REGISTRY,
+)
+OUTCOME_UNKNOWN = Gauge(
+    "suspended_runs_outcome_unknown_runs",
+    "Runs whose decision may have been applied and whose answer was lost.",
+    registry=REGISTRY,
+)
+FOLLOWER = Gauge(
+    "suspended_runs_follower",
+    "1 while this instance holds the follower lease and follows the snapshots, else 0.",
+    registry=REGISTRY,
+)
+SYNC_HEALTHY = Gauge(
+    "suspended_runs_sync_healthy",
+    "1 while the follower follows the snapshots (as this instance sees it), else 0.",
+    registry=REGISTRY,
+)
+SYNC_LAG = Gauge(
+    "suspended_runs_sync_lag_seconds",
+    "Seconds from a snapshot change (its commit, or its updatedAt when polling) to its "
+    "entry in the index, for the last change the follower applied (on the follower).",
+    registry=REGISTRY,
+)
+
+_STORED = [s for s in RunStatus if s is not RunStatus.STALLED]
+_OPERATION_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
+_MOST_OPERATIONS = 200
+_operations: set[str] = set()
+
+
+def operation_label(name: str | None) -> str:
+    """A bounded label for a client's operation name: the name, "anonymous", or "other"
+    (past `_MOST_OPERATIONS` distinct names, or one that is not a GraphQL name)."""
+    if not name:
+        return "anonymous"
+    if name in _operations:
+        return name
+    if not _OPERATION_NAME.fullmatch(name) or len(_operations) >= _MOST_OPERATIONS:
+        return "other"
+    _operations.add(name)
+    return name
+
+
+async def refresh(storage: Storage) -> None:
+    """Read the gauges of what the database holds (at a scrape)."""
+    now = datetime.now(UTC)
+    for status in _STORED:
+        states = {status, RunStatus.STALLED} if status is RunStatus.RUNNING else {status}
+        count = await storage.runs.count(RunFilter(statuses=frozenset(states)), now=now)
+        INDEX_ENTRIES.labels(status=status.value).set(count)
+    claimed = await storage.runs.claimed()
+    STALLED.set(sum(entry.status_at(now) is RunStatus.STALLED for entry in claimed))
+    OUTCOME_UNKNOWN.set(sum(entry.outcome_unknown for entry in claimed))
+    sync = storage.sync
+    FOLLOWER.set(1 if sync.role == "follower" else 0)
+    SYNC_HEALTHY.set(1 if sync.following is not None and sync.healthy else 0)
+    if sync.lag is not None:
+        SYNC_LAG.set(sync.lag)

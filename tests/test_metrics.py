@@ -1,0 +1,79 @@
+"""`GET /metrics` (server/metrics.py, runtime/metrics.py): the Prometheus exposition, behind
+the API's credentials."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from suspended_runs.runtime.metrics import DECISIONS, operation_label
+from suspended_runs.server import Settings
+from suspended_runs.server.auth import API_KEY_HEADER, new_api_key
+from tests.helpers import APPROVE, act, eventually, listed, make_gql, start_run, suspended_doc
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+async def test_metrics_tell_the_index_the_follower_requests_and_decisions(
+    snapshots, client
+) -> None:
+    gql = make_gql(client)
+    await snapshots.insert_many([suspended_doc(f"m-{i}") for i in range(3)])
+    await eventually(lambda: listed(gql, "m-2"), within=2)
+    done = (await start_run(gql, "file-cleaner"))["runId"]
+    await act(gql, APPROVE, runId=done)
+    await gql("query Inbox { suspendedRuns { total } }")
+    DECISIONS.labels(outcome="RunDecided").inc()  # resolvers/decisions.py counts each
+    answer = await client.get("/metrics")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/plain")
+    seen = samples(answer.text)
+    assert seen[("suspended_runs_index_entries", (("status", "SUSPENDED"),))] == 3
+    assert seen[("suspended_runs_index_entries", (("status", "COMPLETED"),))] == 1
+    assert seen[("suspended_runs_index_entries", (("status", "RUNNING"),))] == 0
+    assert seen[("suspended_runs_stalled_runs", ())] == 0
+    assert seen[("suspended_runs_outcome_unknown_runs", ())] == 0
+    assert seen[("suspended_runs_follower", ())] == 1
+    assert seen[("suspended_runs_sync_healthy", ())] == 1
+    assert seen[("suspended_runs_sync_lag_seconds", ())] >= 0
+    assert seen[("suspended_runs_graphql_request_seconds_count", (("operation", "Inbox"),))] >= 1
+    assert seen[("suspended_runs_decisions_total", (("outcome", "RunDecided"),))] >= 1
+    assert seen[("process_resident_memory_bytes", ())] > 0
+
+
+def test_operation_names_are_a_bounded_label() -> None:
+    assert operation_label(None) == "anonymous"
+    assert operation_label("Inbox") == "Inbox"
+    assert operation_label("not a name") == "other"
+    assert operation_label("x" * 65) == "other"
+
+
+async def test_metrics_need_a_viewer_of_all_runs(
+    settings: Settings, start_app, tmp_path: Path
+) -> None:
+    keys: dict[str, dict[str, str]] = {}
+    entries: list[dict[str, object]] = []
+    grants: list[tuple[str, str, dict[str, object]]] = [
+        ("ops", "viewer", {"scope": "all"}),
+        ("tenant", "admin", {"resourceIds": ["tenant-a"]}),
+    ]
+    for name, role, scope in grants:
+        key, digest = new_api_key()
+        keys[name] = {API_KEY_HEADER: key}
+        entries.append({"name": name, "role": role, "sha256": digest, **scope})
+    key_file = tmp_path / "keys.json"
+    key_file.write_text(json.dumps(entries))
+    client = await start_app(settings.model_copy(update={"api_keys_file": key_file}))
+    assert (await client.get("/metrics")).status_code == 401
+    refused = await client.get("/metrics", headers=keys["tenant"])
+    assert refused.status_code == 403
+    assert refused.json()["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert (await client.get("/metrics", headers=keys["ops"])).status_code == 200
