@@ -36,6 +36,7 @@ from suspended_runs.resolvers.outcomes import (
     kind,
 )
 from suspended_runs.runtime import AgentRuntime, Continuation
+from suspended_runs.runtime.metrics import DECISIONS
 from suspended_runs.storage import (
     Action,
     ArgsRejected,
@@ -95,6 +96,7 @@ async def decide(context: Context, request: DecisionRequest) -> DecisionOutcome:
         request.run_id,
         lambda: _decide(context, request),
     )
+    DECISIONS.labels(outcome=kind(outcome)).inc()
     return outcome
 
 
