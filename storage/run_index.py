@@ -6,6 +6,7 @@ can serve a list query on them; this collection can (docs/design.md, "The run in
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import logging
@@ -18,7 +19,7 @@ from typing import Any, TypeVar
 from bson import ObjectId
 from pymongo import ASCENDING, UpdateMany, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import BulkWriteError, PyMongoError
+from pymongo.errors import BulkWriteError, PyMongoError, ServerSelectionTimeoutError
 from pymongo.results import (
     BulkWriteResult,
     DeleteResult,
@@ -48,6 +49,7 @@ _DUPLICATE_KEY = 11000
 
 _STATE_ID = "run-index"
 """The document in `suspended_runs_sync` that changes with every write to the index."""
+_MARK_AFTER_FAILURE_SECONDS = 2.0
 _COUNTS_KEPT = 1024
 _COUNT_CHUNK = 5000
 """Matches a count asks for at a time, so other requests are served between its parts."""
@@ -529,10 +531,12 @@ class _Tracked(AsyncCollection[Document]):
     ) -> _Result:
         try:
             result = await write
+        except ServerSelectionTimeoutError:
+            raise  # no server took it: nothing was written
         except PyMongoError:
-            try:
-                await self._changed()
-            except PyMongoError:
+            try:  # it may have been applied
+                await asyncio.wait_for(self._changed(), _MARK_AFTER_FAILURE_SECONDS)
+            except (PyMongoError, TimeoutError):
                 log.debug("could not mark the run index changed after a failed write")
             raise
         if changed(result):

@@ -43,6 +43,7 @@ _TOKEN_ID = "snapshot-change-stream"
 _POLL_OVERLAP = timedelta(minutes=5)
 _LEASE = timedelta(seconds=5)
 _RELEASE_SECONDS = 2.0
+_STOP_SECONDS = 10.0
 _FIRST_RETRY = 0.5
 _MAX_RETRY = 30.0
 """A follower that fails retries after 0.5 s, 1 s, 2 s, ... up to 30 s between tries."""
@@ -399,9 +400,7 @@ class SnapshotSync:
                     self.role = "standby"
                     return
         finally:
-            following.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await following
+            await _stopped(following)
 
     async def _stand_by(self) -> None:
         """Another instance follows: show its mode, health and progress as ours."""
@@ -683,6 +682,17 @@ _LOOK = {"_id": 1, "updatedAt": 1, "snapshot.status": 1}
 def _look_of(doc: Document) -> tuple[Any, Any]:
     snapshot = doc.get("snapshot")
     return doc.get("updatedAt"), snapshot.get("status") if isinstance(snapshot, dict) else None
+
+
+async def _stopped(task: asyncio.Task[None]) -> None:
+    """Cancel `task` and wait for it to end, cancelling again while it does not (a driver
+    call may finish what it was doing first), for `_STOP_SECONDS` at most."""
+    for _ in range(int(_STOP_SECONDS)):
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=1.0)
+        if done:
+            return
+    log.warning("the snapshot follower did not stop within %s s", _STOP_SECONDS)
 
 
 _CHANGE_PIPELINE: list[Document] = [
