@@ -509,6 +509,15 @@ def _shape_key(shape: Document) -> tuple[Any, ...]:
 _Result = TypeVar("_Result")
 
 
+def _only_lost_inserts(exc: BulkWriteError) -> bool:
+    """A bulk write that changed nothing: each of its errors is an upsert's insert that met
+    the unique runId (the entry is someone else's), and nothing else was written."""
+    details = exc.details
+    written = sum(details.get(k, 0) for k in ("nInserted", "nUpserted", "nModified", "nRemoved"))
+    errors = details.get("writeErrors", [])
+    return written == 0 and bool(errors) and all(e.get("code") == _DUPLICATE_KEY for e in errors)
+
+
 class _Tracked(AsyncCollection[Document]):
     """The index's collection, whose every write that changed something (or may have: it
     failed mid-way) is followed by `changed`: no write can forget to give a new version."""
@@ -533,15 +542,22 @@ class _Tracked(AsyncCollection[Document]):
             result = await write
         except ServerSelectionTimeoutError:
             raise  # no server took it: nothing was written
+        except BulkWriteError as exc:
+            if not _only_lost_inserts(exc):
+                await self._mark_after_failure()
+            raise
         except PyMongoError:
-            try:  # it may have been applied
-                await asyncio.wait_for(self._changed(), _MARK_AFTER_FAILURE_SECONDS)
-            except (PyMongoError, TimeoutError):
-                log.debug("could not mark the run index changed after a failed write")
+            await self._mark_after_failure()  # it may have been applied
             raise
         if changed(result):
             await self._changed()
         return result
+
+    async def _mark_after_failure(self) -> None:
+        try:
+            await asyncio.wait_for(self._changed(), _MARK_AFTER_FAILURE_SECONDS)
+        except (PyMongoError, TimeoutError):
+            log.debug("could not mark the run index changed after a failed write")
 
     async def update_one(self, *args: Any, **kwargs: Any) -> UpdateResult:
         return await self._tracked(super().update_one(*args, **kwargs), _updated)

@@ -212,3 +212,13 @@ async def test_put_new_inserts_and_leaves_a_run_written_meanwhile_to_put_suspend
     taken, fresh = await index.get("taken"), await index.get("fresh")
     assert taken is not None and taken.tool_calls[0].decision == decision  # not undone
     assert fresh is not None and fresh.version == 1
+
+
+async def test_an_upsert_that_meets_an_entry_it_may_not_touch_is_no_change(index) -> None:
+    """The follower indexing a snapshot whose run another writer holds as it is: its insert
+    meets the unique runId and is left. Nothing changed, so a conditional poll stays 304."""
+    held = entry(run_id="held-1")
+    await index.put_started(held)
+    before = (await index.version()).token
+    assert await index.put_suspended([held]) == 0
+    assert (await index.version()).token == before
