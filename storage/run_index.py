@@ -49,6 +49,7 @@ _DUPLICATE_KEY = 11000
 
 _STATE_ID = "run-index"
 """The document in `suspended_runs_sync` that changes with every write to the index."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MARK_AFTER_FAILURE_SECONDS = 2.0
 _COUNTS_KEPT = 1024
 _COUNT_CHUNK = 5000
@@ -224,7 +225,10 @@ class RunIndex:
             {"status": RunStatus.RUNNING.value, "claim.expiresAt": {"$gt": since, "$lte": now}},
             {"_id": 1},
         )
-        due = await self.collection.find_one({"expiresAt": {"$lte": now + horizon}}, {"_id": 1})
+        # A lower bound: most entries have no expiresAt, and the embedded server scans
+        # those (null sorts first) for a range open below.
+        expiring = {"$gt": _EPOCH, "$lte": now + horizon}
+        due = await self.collection.find_one({"expiresAt": expiring}, {"_id": 1})
         changed = lapsed is not None or self._deletions_due or self._looked_at is None
         self._deletions_due, self._looked_at = due is not None, now
         if changed:
