@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 CACHEABLE_FIELDS = frozenset({"suspendedRuns", "runs", "agentRun", "agents", "__typename"})
 """Root fields whose answer is a function of the run index, the caller and the deployment."""
 _PARSED_KEPT = 512
+VERSION_AGE = 0.1
+"""Seconds a version read serves later tags (one read per poll would bound 304s/s)."""
 
 
 class ConditionalGets:
@@ -80,7 +82,7 @@ class ConditionalGets:
             return None
         storage: Storage = scope["app"].state.storage
         try:
-            version = await storage.runs.version()
+            version = await storage.runs.version(within=VERSION_AGE)
         except PyMongoError:
             return None  # the operation answers (or reports) the outage itself
         caller = _caller(scope.get("state", {}).get("principal"))

@@ -10,6 +10,7 @@ import asyncio
 import heapq
 import itertools
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -81,6 +82,9 @@ class RunIndex:
         self._counts: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._looked_at: datetime | None = None
         self._deletions_due = False
+        self._read: tuple[float, IndexVersion] | None = None
+        """When the version was last read (monotonic seconds), and what it was."""
+        self._writes = 0
 
     async def ensure_indexes(self) -> None:
         await self.collection.create_index([("runId", ASCENDING)], unique=True)
@@ -195,24 +199,35 @@ class RunIndex:
 
     # -- the index's version: what caches and ETags are checked against -----------------
 
-    async def version(self) -> IndexVersion:
-        """The index's version as the database holds it now (every process sees the same)."""
+    async def version(self, *, within: float = 0.0) -> IndexVersion:
+        """The index's version as the database holds it (every process sees the same); or,
+        with `within`, as read at most that many seconds ago and not written here since."""
+        started, writes = time.monotonic(), self._writes
+        if within and self._read is not None and started - self._read[0] <= within:
+            return self._read[1]
         doc = await self.state.find_one({"_id": _STATE_ID})
-        if doc is None:
-            return IndexVersion()
-        return IndexVersion(
-            token=doc.get("token"),
-            changes=int(doc.get("changes", 0)),
-            oldest=doc.get("oldest"),
-            newest=doc.get("newest"),
-        )
+        version = IndexVersion()
+        if doc is not None:
+            version = IndexVersion(
+                token=doc.get("token"),
+                changes=int(doc.get("changes", 0)),
+                oldest=doc.get("oldest"),
+                newest=doc.get("newest"),
+            )
+        if writes == self._writes:  # else a write here may have come after the read
+            self._read = (started, version)
+        return version
 
     async def _changed(self) -> None:
         """A write changed the index: a new version, after the write (a reader that sees
         the new version sees the write)."""
+        self._writes += 1
+        self._read = None
         await self.state.update_one(
             {"_id": _STATE_ID}, {"$set": {"token": ObjectId()}, "$inc": {"changes": 1}}, upsert=True
         )
+        self._writes += 1
+        self._read = None
 
     async def pass_deadlines(self, now: datetime, horizon: timedelta) -> bool:
         """A new version where time alone changed what a list shows: a claim's lease ran
