@@ -82,11 +82,18 @@ class RunIndex:
         self._counts: OrderedDict[str, tuple[Any, int]] = OrderedDict()
         self._looked_at: datetime | None = None
         self._deletions_due = False
+        self.created = False
+        """The collection was made by `ensure_indexes` (it holds nothing yet, and a resume
+        token kept from before describes another index: a full reconcile rebuilds it)."""
         self._read: tuple[float, IndexVersion] | None = None
         """When the version was last read (monotonic seconds), and what it was."""
         self._writes = 0
 
     async def ensure_indexes(self) -> None:
+        names = await self.collection.database.list_collection_names(
+            filter={"name": self.collection.name}
+        )
+        self.created = not names
         await self.collection.create_index([("runId", ASCENDING)], unique=True)
         await self.collection.create_index([("snapshotId", ASCENDING)])
         for keys in RUN_INDEXES:
@@ -344,9 +351,6 @@ class RunIndex:
             taken = [entries[error["index"]] for error in errors]
             return int(exc.details.get("nInserted", 0)) + await self.put_suspended(taken)
         return len(result.inserted_ids)
-
-    async def is_empty(self) -> bool:
-        return await self.collection.find_one({}, {"_id": 1}) is None
 
     async def end_runs(self, run_ids: Iterable[str], now: datetime) -> int:
         """Mark suspended runs that left the suspended state elsewhere as ENDED."""

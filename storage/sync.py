@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 import socket
@@ -69,6 +70,8 @@ _CANDIDATES: Document = {
     "snapshot.status": {"$nin": _SETTLED},
 }
 """The snapshot documents that may be suspended runs."""
+_CHUNKED_FROM = 20_000
+"""Documents in the snapshot collection from which a reconcile reads them in chunks."""
 
 
 class SyncMode(StrEnum):
@@ -231,19 +234,16 @@ class SnapshotSync:
         """
         report = ReconcileReport()
         self.progress = Progress()
-        counting = asyncio.create_task(self._count_candidates())
-        try:
-            known = await self.index.discovered_versions()
-            seen: set[str] = set()
-            if known:
-                async for stale in self._stale_batches(known, seen, report):
-                    docs = self._read_snapshots({"_id": {"$in": stale}})
-                    await self._index_documents(docs, known, seen, report, counted=False)
-            else:
-                docs = self._read_snapshots(_CANDIDATES)
-                await self._index_documents(docs, known, seen, report, counted=True)
-        finally:
-            counting.cancel()
+        chunks = _chunks(await self._count_candidates())
+        known = await self.index.discovered_versions()
+        seen: set[str] = set()
+        if known:
+            async for stale in self._stale_batches(chunks, known, seen, report):
+                docs = self._read_snapshots([{"_id": {"$in": stale}}])
+                await self._index_documents(docs, known, seen, report, counted=False)
+        else:
+            docs = self._read_snapshots(chunks, candidates=True)
+            await self._index_documents(docs, known, seen, report, counted=True)
         gone = [
             run_id
             for run_id, (status, _) in known.items()
@@ -253,7 +253,7 @@ class SnapshotSync:
         log.info("reconciled run index", extra=asdict(report))
         return report
 
-    async def _count_candidates(self) -> None:
+    async def _count_candidates(self) -> int | None:
         """An upper bound of the documents the reconcile looks at: the collection's size
         (MongoDB keeps it; counting the candidates themselves would read each one on the
         embedded server, a third of a first start). Mastra keeps two documents per run."""
@@ -261,15 +261,19 @@ class SnapshotSync:
             self.progress.of = await self.snapshots.estimated_document_count()
         except OperationFailure as exc:
             log.debug("could not size the snapshots", extra={"reason": str(exc)})
+        return self.progress.of
 
     async def _stale_batches(
-        self, known: dict[str, tuple[str, Any]], seen: set[str], report: ReconcileReport
+        self,
+        chunks: list[Document],
+        known: dict[str, tuple[str, Any]],
+        seen: set[str],
+        report: ReconcileReport,
     ) -> AsyncIterator[list[Any]]:
         """The light pass: ids of the candidates the index does not hold as they are, a
         batch at a time; runs it does hold go into `seen`."""
         stale: list[Any] = []
-        looked = self.snapshots.find(_CANDIDATES, {"_id": 1, "run_id": 1, "updatedAt": 1})
-        async for doc in looked:
+        async for doc in self._look(chunks):
             self._looked_at(report)
             self._raise_high_water(doc)
             run_id = doc.get("run_id")
@@ -330,11 +334,24 @@ class SnapshotSync:
                 extra={"indexed": self.progress.indexed, "of": self.progress.of},
             )
 
-    async def _read_snapshots(self, query: Document) -> AsyncIterator[Document]:
-        """The documents `query` selects, with only what extraction reads."""
-        pipeline = [{"$match": query}, {"$project": extraction_projection()}]
-        async for doc in await self.snapshots.aggregate(pipeline, batchSize=100):
-            yield doc
+    async def _read_snapshots(
+        self, queries: list[Document], *, candidates: bool = False
+    ) -> AsyncIterator[Document]:
+        """The documents `queries` select, one query after the other, with only what
+        extraction reads; `candidates`: only those that may be suspended runs."""
+        for query in queries:
+            pipeline = [{"$match": query}, {"$project": extraction_projection()}]
+            async for doc in await self.snapshots.aggregate(pipeline, batchSize=100):
+                if not candidates or _candidate(doc):
+                    yield doc
+
+    async def _look(self, queries: list[Document]) -> AsyncIterator[Document]:
+        """`_id`, `run_id` and `updatedAt` of the candidates `queries` select."""
+        looked = {"_id": 1, "run_id": 1, "updatedAt": 1, "snapshot.status": 1}
+        for query in queries:
+            async for doc in self.snapshots.find(query, looked, batch_size=1000):
+                if _candidate(doc):
+                    yield doc
 
     async def catch_up(self, since: datetime) -> ReconcileReport:
         """After a change stream that could not resume (or a restart in poll mode): apply
@@ -344,8 +361,9 @@ class SnapshotSync:
         report = ReconcileReport()
         self.progress = Progress()
         # `updatedAt` first: the embedded server serves the first clause an index can.
-        query = {"updatedAt": {"$gte": since - self.poll_overlap}, **_CANDIDATES}
-        async for doc in self._read_snapshots(query):
+        query: Document = {"updatedAt": {"$gte": since - self.poll_overlap}}
+        query["workflow_name"] = {"$in": list(RUN_WORKFLOWS)}  # settled too: they end runs
+        async for doc in self._read_snapshots([query]):
             self._looked_at(report)
             report.written += await self.apply_document(doc)
             self._raise_high_water(doc)
@@ -356,7 +374,7 @@ class SnapshotSync:
     async def _catch_up(self) -> None:
         """From the stored high-water mark where there is one (and an index), else in full."""
         since = await self._stored_high_water()
-        if since is None or await self.index.is_empty():
+        if since is None or self.index.created:
             await self.reconcile()
         else:
             await self.catch_up(since)
@@ -511,7 +529,7 @@ class SnapshotSync:
     async def _follow_change_stream(self) -> None:
         stream, resumed = await self._open_stream()
         async with stream:
-            if not resumed or await self.index.is_empty():
+            if not resumed or self.index.created:
                 # Opened first, so nothing written meanwhile is missed.
                 await self._catch_up()
             else:
@@ -620,7 +638,7 @@ class SnapshotSync:
             if self._seen.get(doc["_id"]) != _look_of(doc):
                 fresh.append(doc["_id"])
         for i in range(0, len(fresh), _BATCH):
-            async for doc in self._read_snapshots({"_id": {"$in": fresh[i : i + _BATCH]}}):
+            async for doc in self._read_snapshots([{"_id": {"$in": fresh[i : i + _BATCH]}}]):
                 await self.apply_document(doc)
                 self._lagged(doc.get("updatedAt"))
                 self._raise_high_water(doc)
@@ -682,6 +700,30 @@ _LOOK = {"_id": 1, "updatedAt": 1, "snapshot.status": 1}
 def _look_of(doc: Document) -> tuple[Any, Any]:
     snapshot = doc.get("snapshot")
     return doc.get("updatedAt"), snapshot.get("status") if isinstance(snapshot, dict) else None
+
+
+def _candidate(doc: Document) -> bool:
+    """What `_CANDIDATES` selects, of a document a chunk read: its snapshot is not in a
+    settled state (or is not an object: a JSON string, or malformed)."""
+    snapshot = doc.get("snapshot")
+    return not isinstance(snapshot, dict) or snapshot.get("status") not in _SETTLED
+
+
+def _chunks(documents: int | None) -> list[Document]:
+    """The queries a reconcile reads the candidates by: one, or for a large collection,
+    each run workflow's documents by ranges of `run_id` (a UUID's first two hex digits;
+    the first and last ranges are open, so every id falls in exactly one). The embedded
+    server decodes every match of a query before it answers the first: one query over
+    100,000 snapshots held 10 GB and answered after 70 s. Each range is an equality and
+    one range on the `(workflow_name, run_id)` index, which it serves; the state is
+    checked here (`_candidate`), as a second condition would make it read every match."""
+    if documents is None or documents < _CHUNKED_FROM:
+        return [_CANDIDATES]
+    bounds = [f"{i:02x}" for i in range(256)]
+    ranges: list[Document] = [{"$lt": bounds[0]}]
+    ranges += [{"$gte": low, "$lt": high} for low, high in itertools.pairwise(bounds)]
+    ranges.append({"$gte": bounds[-1]})
+    return [{"workflow_name": name, "run_id": r} for name in RUN_WORKFLOWS for r in ranges]
 
 
 async def _stopped(task: asyncio.Task[None]) -> None:
