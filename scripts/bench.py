@@ -1,24 +1,40 @@
-"""`scripts/bench`: the read path's latency, next to the way Mastra answers the same page.
+"""`scripts/bench`: the dashboard at scale, on a fresh embedded MongoDB.
 
-For each N: N Mastra-shaped suspended runs (copies of the fixture documents, new ids, over
-20 agents) go into a fresh database of a fresh embedded MongoDB; `suspended-runs serve`
-starts on it (its start-up reconcile is timed); then an agent-filtered `suspendedRuns`
-page of 20 is asked over HTTP, with and without `total`. Beside it, the same page the way
-Mastra's `listSuspendedRuns()` computes it: every suspended snapshot read in pages of 100
-(sorted by createdAt, with skip), parsed, and filtered in the process.
+For each N (`--sizes`): N Mastra-shaped suspended runs (copies of the fixture documents,
+new ids, over 20 agents, 200 resources and 2,000 threads, one a second) go into a fresh
+database; `suspended-runs serve` starts on it (the first start is timed, and its peak RSS
+read); then, over HTTP:
+
+- every list shape's median and p95 (a page of 20: all agents, by agent, resource,
+  thread, agent+thread, agent+resource, a date range, an offset page, a keyset page,
+  `runs` over two states), without and with `total`;
+- requests per second with `--clients` clients: conditional polls answered 304, and full
+  pages (GET, each client its own agent);
+- a restart (the resume token resumes: nothing is read again).
+
+Then `--large` runs of `--large-kb` kB each (long conversations): first start, restart.
+Then the write path (`--starts`; 0 skips it): startRun until suspended, approveToolCall,
+and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`) the same
+agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
+read in pages of 100, parsed and filtered in the process).
 """
 
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.parse
 from collections.abc import Callable
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,20 +46,78 @@ from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document, extract_entry
 
-AGENTS = 20
+AGENTS, RESOURCES, THREADS = 20, 200, 2000
 PAGE = 20
-QUERY = """query($agent: ID!) { suspendedRuns(filter: {agentId: $agent}, perPage: 20, page: 0) {
-  %s hasMore runs { runId threadId resourceId suspendedAt
-  toolCalls { toolCallId toolName args requiresApproval suspendPayload } } } }"""
+START = datetime(2026, 1, 1, tzinfo=UTC)
+RUN_FIELDS = """runId agentId threadId resourceId createdAt suspendedAt
+  toolCalls { toolCallId toolName args requiresApproval suspendPayload }"""
+SUSPENDED = """query List($filter: SuspendedRunsFilter%s) {
+  suspendedRuns(filter: $filter, %s) { %s hasMore nextCursor runs { %s } } }"""
+RUNS = """query History($filter: RunsFilter) {
+  runs(filter: $filter, perPage: 20, page: 0) { %s hasMore runs { %s status } } }"""
 
 
-def load(uri: str, db_name: str, count: int) -> None:
+# -- data -------------------------------------------------------------------------------
+
+
+def varied(docs: list[Document], i: int, kilobytes: int = 0) -> list[Document]:
+    """A copy's documents with run `i`'s resource and thread (and, with `kilobytes`, a
+    conversation that long in each step's stream state and outputs, as Mastra keeps it)."""
+    info = {"threadId": f"thread-{i % THREADS}", "resourceId": f"user-{i % RESOURCES}"}
+    message = {"role": "assistant", "content": [{"type": "text", "text": "x" * 900}]}
+    for doc in docs:
+        doc["resourceId"] = info["resourceId"]
+        steps = (doc.get("snapshot") or {}).get("context") or {}
+        for step in steps.values():
+            payload = step.get("suspendPayload") if isinstance(step, dict) else None
+            messages = ((payload or {}).get("__streamState") or {}).get("messageList")
+            if isinstance(messages, dict):
+                messages["memoryInfo"] = dict(info)
+                if kilobytes:
+                    messages["messages"] = [dict(message, id=f"m{k}") for k in range(kilobytes)]
+            if kilobytes and isinstance(step, dict) and "output" in step:
+                step["output"] = {"steps": [dict(message, id=f"o{k}") for k in range(8)]}
+    return docs
+
+
+def load(uri: str, db_name: str, count: int, kilobytes: int = 0) -> float:
+    """Insert `count` runs; seconds it took."""
+    started = time.perf_counter()
     with MongoClient[Document](uri) as client:
-        collection = client[db_name][SNAPSHOTS_COLLECTION]
-        insert_runs(collection, copies(count, AGENTS, datetime(2026, 1, 1, tzinfo=UTC)))
+        runs = (varied(docs, i, kilobytes) for i, docs in enumerate(copies(count, AGENTS, START)))
+        insert_runs(client[db_name][SNAPSHOTS_COLLECTION], runs)
+    return time.perf_counter() - started
 
 
-def serve(uri: str, db_name: str, log: Path) -> tuple[subprocess.Popen[bytes], str, float]:
+# -- the server ---------------------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    process: subprocess.Popen[bytes]
+    url: str
+    ready_s: float
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    def memory_mb(self) -> tuple[float, float]:
+        """(RSS now, peak RSS) of the server process, in MB."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        kb = {
+            line.split(":")[0]: int(line.split()[1])
+            for line in status.splitlines()
+            if line.startswith(("VmRSS", "VmHWM"))
+        }
+        return kb["VmRSS"] / 1024, kb["VmHWM"] / 1024
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(60)
+
+
+def serve(uri: str, db_name: str, log: Path) -> Served:
     port = free_port()
     env = {**os.environ, "MONGODB_URI": uri, "MONGODB_DB": db_name, "PORT": str(port)}
     env["LOG_LEVEL"] = "WARNING"
@@ -61,10 +135,56 @@ def serve(uri: str, db_name: str, log: Path) -> tuple[subprocess.Popen[bytes], s
             raise SystemExit(f"the server exited; see {log}")
         try:
             if httpx.get(f"{url}/readyz").status_code == 200:
-                return process, url, time.perf_counter() - started
+                return Served(process, url, time.perf_counter() - started)
         except httpx.TransportError:
             pass
         time.sleep(0.05)
+
+
+# -- list shapes ---------------------------------------------------------------------------
+
+Shape = Callable[[int], tuple[str, dict[str, Any]]]
+
+
+def shapes(n: int) -> dict[str, Shape]:
+    """Each list shape: i -> (query template, variables), spread over agents, resources,
+    threads and times."""
+    middle = START + timedelta(seconds=n // 2)
+    window = {"fromDate": _iso(middle - timedelta(seconds=n // 8)), "toDate": _iso(middle)}
+
+    def suspended(paging: str, run_filter: Callable[[int], dict[str, Any]], **more: Any) -> Any:
+        return lambda i: (
+            SUSPENDED % ("", paging, "%s", RUN_FIELDS),
+            {"filter": run_filter(i)} | more,
+        )
+
+    first_page = "perPage: 20, page: 0"
+    return {
+        "all agents": suspended(first_page, lambda i: {}),
+        "by agent": suspended(first_page, lambda i: {"agentId": _agent(i)}),
+        "by resource": suspended(first_page, lambda i: {"resourceId": f"user-{i % RESOURCES}"}),
+        "by thread": suspended(first_page, lambda i: {"threadId": f"thread-{i % THREADS}"}),
+        "agent+thread": suspended(
+            first_page, lambda i: {"agentId": _agent(i), "threadId": f"thread-{i % AGENTS}"}
+        ),
+        "agent+resource": suspended(
+            first_page, lambda i: {"agentId": _agent(i), "resourceId": f"user-{i % AGENTS}"}
+        ),
+        "date range": suspended(first_page, lambda i: window),
+        "offset page 6": suspended("perPage: 20, page: 5", lambda i: {"agentId": _agent(i)}),
+        "runs, 2 states": lambda i: (
+            RUNS % ("%s", RUN_FIELDS),
+            {"filter": {"agentId": _agent(i), "status": ["SUSPENDED", "COMPLETED"]}},
+        ),
+    }
+
+
+def _agent(i: int) -> str:
+    return f"agent-{i % AGENTS:02d}"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def timed(call: Callable[[int], object], repeats: int) -> list[float]:
@@ -76,45 +196,101 @@ def timed(call: Callable[[int], object], repeats: int) -> list[float]:
     return times
 
 
-def api_page(client: httpx.Client, with_total: bool) -> Callable[[int], object]:
-    query = QUERY % ("total" if with_total else "")
+def asker(client: httpx.Client, shape: Shape, total: bool) -> Callable[[int], object]:
+    def ask(i: int) -> object:
+        template, variables = shape(i)
+        query = template % ("total" if total else "")
+        body = client.post("/graphql", json={"query": query, "variables": variables}).json()
+        assert "errors" not in body, body
+        return body
+
+    return ask
+
+
+def keyset(client: httpx.Client, total: bool) -> Callable[[int], object]:
+    """The second page of 20 of an agent, by cursor."""
+    template = SUSPENDED % (", $after: String", "first: 20, after: $after", "%s", RUN_FIELDS)
+    cursors = {}
+    for i in range(AGENTS):
+        variables = {"filter": {"agentId": _agent(i)}}
+        body = client.post("/graphql", json={"query": template % "", "variables": variables})
+        cursors[_agent(i)] = body.json()["data"]["suspendedRuns"]["nextCursor"]
 
     def ask(i: int) -> object:
-        response = client.post(
-            "/graphql", json={"query": query, "variables": {"agent": f"agent-{i % AGENTS:02d}"}}
-        )
-        body = response.json()
+        variables = {"filter": {"agentId": _agent(i)}, "after": cursors[_agent(i)]}
+        query = template % ("total" if total else "")
+        body = client.post("/graphql", json={"query": query, "variables": variables}).json()
         assert "errors" not in body and len(body["data"]["suspendedRuns"]["runs"]) == PAGE, body
         return body
 
     return ask
 
 
+def list_figures(url: str, n: int, repeats: int) -> dict[str, tuple[list[float], list[float]]]:
+    """shape -> (ms without total, ms with total)."""
+    figures = {}
+    with httpx.Client(base_url=url, timeout=120) as client:
+        for name, shape in shapes(n).items():
+            timed(asker(client, shape, True), AGENTS)  # warm-up: each agent's total once
+            figures[name] = (
+                timed(asker(client, shape, False), repeats),
+                timed(asker(client, shape, True), repeats),
+            )
+        timed(keyset(client, True), AGENTS)
+        figures["keyset page 2"] = (
+            timed(keyset(client, False), repeats),
+            timed(keyset(client, True), repeats),
+        )
+    return figures
+
+
+# -- throughput ------------------------------------------------------------------------------
+
+
+def throughput(port: int, clients: int, seconds: float, conditional: bool) -> float:
+    """Requests per second of GET pages by `clients` keep-alive clients (each its agent):
+    repeated with the ETag of its first answer (`conditional`: all 304), or without."""
+    template = SUSPENDED % ("", "perPage: 20, page: 0", "total", RUN_FIELDS)
+    done = [0] * clients
+    stop = time.perf_counter() + seconds
+    errors: list[str] = []
+
+    def client(k: int) -> None:
+        variables = json.dumps({"filter": {"agentId": _agent(k)}})
+        path = "/graphql?" + urllib.parse.urlencode({"query": template, "variables": variables})
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        headers = {"Accept": "application/json"}
+        connection.request("GET", path, headers=headers)
+        first = connection.getresponse()
+        first.read()
+        if conditional:
+            headers["If-None-Match"] = first.getheader("ETag") or ""
+        want = 304 if conditional else 200
+        while time.perf_counter() < stop:
+            connection.request("GET", path, headers=headers)
+            answer = connection.getresponse()
+            answer.read()
+            if answer.status != want:
+                errors.append(f"{answer.status}")
+                return
+            done[k] += 1
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise SystemExit(f"throughput: unexpected answers {errors[:3]}")
+    return sum(done) / (time.perf_counter() - started)
+
+
+# -- Mastra's way, and the write path (optional) --------------------------------------------
+
+
 class ScanTooSlow(Exception):
     """The scan passed its time limit (Mastra did not answer within 5 minutes at 10,000)."""
-
-
-KEYSET = """query($agent: ID!, $after: String) {
-  suspendedRuns(filter: {agentId: $agent}, first: 20, after: $after) {
-    hasMore nextCursor runs { runId toolCalls { toolCallId } } } }"""
-
-
-def keyset_page(client: httpx.Client) -> Callable[[int], object]:
-    """The second page of 20 by cursor (first/after), for each agent in turn."""
-    cursors = {}
-    for i in range(AGENTS):
-        agent = f"agent-{i:02d}"
-        body = client.post("/graphql", json={"query": KEYSET, "variables": {"agent": agent}})
-        cursors[agent] = body.json()["data"]["suspendedRuns"]["nextCursor"]
-
-    def ask(i: int) -> object:
-        agent = f"agent-{i % AGENTS:02d}"
-        variables = {"agent": agent, "after": cursors[agent]}
-        body = client.post("/graphql", json={"query": KEYSET, "variables": variables}).json()
-        assert len(body["data"]["suspendedRuns"]["runs"]) == PAGE, body
-        return body
-
-    return ask
 
 
 def mastra_scan(uri: str, db_name: str, limit_s: float) -> Callable[[int], object]:
@@ -124,7 +300,6 @@ def mastra_scan(uri: str, db_name: str, limit_s: float) -> Callable[[int], objec
     query = {"workflow_name": "agentic-loop", "snapshot.status": "suspended"}
 
     def scan(i: int) -> object:
-        agent = f"agent-{i % AGENTS:02d}"
         matches = []
         offset = 0
         deadline = time.perf_counter() + limit_s
@@ -134,55 +309,42 @@ def mastra_scan(uri: str, db_name: str, limit_s: float) -> Callable[[int], objec
             docs = list(collection.find(query).sort("createdAt", -1).skip(offset).limit(100))
             for doc in docs:
                 entry = extract_entry(doc)
-                if entry is not None and entry.agent_id == agent:
+                if entry is not None and entry.agent_id == _agent(i):
                     matches.append(entry)
             if len(docs) < 100:
                 break
             offset += 100
-        assert len(matches[:PAGE]) == PAGE
         return matches[:PAGE], len(matches)
 
     return scan
 
 
-START = """mutation($prompt: String!) {
+START_RUN = """mutation($prompt: String!) {
   startRun(input: {agentId: "file-cleaner", prompt: $prompt}) {
     ... on RunStarted { run { runId status } } } }"""
 APPROVE = """mutation($run: ID!) { approveToolCall(input: {runId: $run}) {
   __typename ... on RunDecided { run { status output } } } }"""
 
 
-def write_path(client: httpx.Client, runs: int, approvals: int) -> dict[str, Any]:
-    """Start `runs` runs of the demo approval agent (each suspends), then approve some."""
+def write_path(url: str, runs: int, approvals: int) -> tuple[list[float], ...]:
+    """Start `runs` runs of the demo approval agent (each suspends), then approve some, one
+    by one; then five rounds of 100 approved by one decideToolCalls."""
     run_ids: list[str] = []
+    with httpx.Client(base_url=url, timeout=60) as client:
 
-    def start(i: int) -> object:
-        body = client.post(
-            "/graphql", json={"query": START, "variables": {"prompt": f"delete /tmp/{i}"}}
-        ).json()
-        run = body["data"]["startRun"]["run"]
-        assert run["status"] == "SUSPENDED", body
-        run_ids.append(run["runId"])
-        return run
+        def start(i: int) -> object:
+            variables = {"prompt": f"delete /tmp/{i}"}
+            body = client.post("/graphql", json={"query": START_RUN, "variables": variables})
+            run = body.json()["data"]["startRun"]["run"]
+            run_ids.append(run["runId"])
+            return run
 
-    started = time.perf_counter()
-    starts = timed(start, runs)
-    total_s = time.perf_counter() - started
+        def approve(i: int) -> object:
+            variables = {"run": run_ids[i]}
+            return client.post("/graphql", json={"query": APPROVE, "variables": variables})
 
-    def approve(i: int) -> object:
-        body = client.post(
-            "/graphql", json={"query": APPROVE, "variables": {"run": run_ids[i]}}
-        ).json()
-        assert body["data"]["approveToolCall"]["run"]["status"] == "COMPLETED", body
-        return body
-
-    return {
-        "runs": runs,
-        "total_s": total_s,
-        "starts": starts,
-        "approves": timed(approve, approvals),
-        "bulk": bulk_decisions(client, rounds=5),
-    }
+        starts, approves = timed(start, runs), timed(approve, min(approvals, runs))
+        return starts, approves, bulk_decisions(client, rounds=5)
 
 
 BULK = """mutation($d: [ToolCallDecisionInput!]!) { decideToolCalls(decisions: $d) {
@@ -196,117 +358,173 @@ def bulk_decisions(client: httpx.Client, rounds: int, size: int = 100) -> list[f
     for r in range(rounds):
         run_ids = []
         for i in range(size):
-            body = client.post(
-                "/graphql", json={"query": START, "variables": {"prompt": f"delete /b/{r}/{i}"}}
-            ).json()
-            run_ids.append(body["data"]["startRun"]["run"]["runId"])
+            variables = {"prompt": f"delete /b/{r}/{i}"}
+            body = client.post("/graphql", json={"query": START_RUN, "variables": variables})
+            run_ids.append(body.json()["data"]["startRun"]["run"]["runId"])
         decisions = [{"runId": run_id, "action": "APPROVE"} for run_id in run_ids]
         started = time.perf_counter()
-        body = client.post("/graphql", json={"query": BULK, "variables": {"d": decisions}}).json()
+        body = client.post("/graphql", json={"query": BULK, "variables": {"d": decisions}})
         took.append((time.perf_counter() - started) * 1000)
-        statuses = {a["run"]["status"] for a in body["data"]["decideToolCalls"]}
-        assert statuses == {"COMPLETED"}, body
+        statuses = {a["run"]["status"] for a in body.json()["data"]["decideToolCalls"]}
+        assert statuses == {"COMPLETED"}, body.text
     return took
+
+
+# -- the run --------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    n: int
+    load_s: float = 0.0
+    first_s: float = 0.0
+    restart_s: float = 0.0
+    rss_mb: tuple[float, float] = (0.0, 0.0)
+    lists: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
+    polls_304: float = 0.0
+    pages: float = 0.0
+    scan: list[float] | None = None
+
+
+def bench_size(uri: str, n: int, args: argparse.Namespace, log: Path) -> Row:
+    row = Row(n)
+    db_name = f"bench_{n}"
+    row.load_s = load(uri, db_name, n)
+    _say(f"N={n}: loaded in {row.load_s:.0f} s")
+    served = serve(uri, db_name, log)
+    row.first_s = served.ready_s
+    row.rss_mb = served.memory_mb()
+    _say(f"N={n}: first start {row.first_s:.1f} s, RSS {row.rss_mb[0]:.0f} MB")
+    try:
+        row.lists = list_figures(served.url, n, args.requests)
+        row.polls_304 = throughput(served.port, args.clients, args.seconds, conditional=True)
+        row.pages = throughput(served.port, args.clients, args.seconds, conditional=False)
+        row.rss_mb = (served.memory_mb()[0], max(row.rss_mb[1], served.memory_mb()[1]))
+    finally:
+        served.stop()
+    restarted = serve(uri, db_name, log)
+    row.restart_s = restarted.ready_s
+    restarted.stop()
+    if args.scans:
+        try:
+            row.scan = timed(mastra_scan(uri, db_name, args.scan_limit), args.scans)
+        except ScanTooSlow:
+            row.scan = None
+    _say(f"N={n} done")
+    return row
+
+
+def bench_large(uri: str, count: int, kilobytes: int, log: Path) -> Row:
+    row = Row(count)
+    db_name = f"bench_large_{count}"
+    row.load_s = load(uri, db_name, count, kilobytes)
+    served = serve(uri, db_name, log)
+    row.first_s, row.rss_mb = served.ready_s, served.memory_mb()
+    served.stop()
+    restarted = serve(uri, db_name, log)
+    row.restart_s = restarted.ready_s
+    restarted.stop()
+    _say(f"large: {count} runs of {kilobytes} kB done")
+    return row
+
+
+def main() -> int:
+    args = _arguments()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        for n in (int(s) for s in args.sizes.split(",")):
+            rows.append(bench_size(mongo.uri, n, args, log))
+        large = bench_large(mongo.uri, args.large, args.large_kb, log) if args.large else None
+        write = None
+        if args.starts:
+            served = serve(mongo.uri, "bench_write", log)
+            try:
+                write = write_path(served.url, args.starts, args.approvals)
+            finally:
+                served.stop()
+    print_tables(rows, large, write, args)
+    return 0
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    parser.add_argument("--sizes", default="1000,10000", help="comma-separated N")
+    parser.add_argument("--requests", type=int, default=100, help="requests per list figure")
+    parser.add_argument("--clients", type=int, default=8, help="clients of the throughput")
+    parser.add_argument("--seconds", type=float, default=10, help="seconds per throughput")
+    parser.add_argument("--large", type=int, default=1000, help="runs of large snapshots (0: no)")
+    parser.add_argument("--large-kb", type=int, default=400, help="kB of each large snapshot")
+    parser.add_argument("--scans", type=int, default=0, help="Mastra-way scans per size")
+    parser.add_argument("--scan-limit", type=float, default=300, help="seconds per scan at most")
+    parser.add_argument("--starts", type=int, default=1000, help="runs started (write path)")
+    parser.add_argument("--approvals", type=int, default=200, help="runs approved (write path)")
+    return parser.parse_args()
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+# -- tables ---------------------------------------------------------------------------------
 
 
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
-    parser.add_argument("--sizes", default="1000,10000", help="comma-separated N")
-    parser.add_argument("--requests", type=int, default=200, help="API requests per figure")
-    parser.add_argument("--scans", type=int, default=5, help="Mastra-way scans per figure")
-    parser.add_argument(
-        "--scan-limit", type=float, default=300, help="seconds before a scan is given up"
-    )
-    parser.add_argument("--starts", type=int, default=1000, help="runs started (write path)")
-    parser.add_argument("--approvals", type=int, default=200, help="runs approved (write path)")
-    args = parser.parse_args()
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
-        for n in (int(s) for s in args.sizes.split(",")):
-            db_name = f"bench_{n}"
-            load(mongo.uri, db_name, n)
-            process, url, ready_s = serve(mongo.uri, db_name, Path(folder) / "serve.log")
-            try:
-                with httpx.Client(base_url=url, timeout=60) as client:
-                    timed(api_page(client, True), 20)  # warm-up: caches, connections
-                    plain = timed(api_page(client, False), args.requests)
-                    total = timed(api_page(client, True), args.requests)
-                    keyset = timed(keyset_page(client), args.requests)
-            finally:
-                process.terminate()
-                process.wait()
-            # A restart with nothing changed: the reconcile reads no whole snapshot.
-            process, _, restart_s = serve(mongo.uri, db_name, Path(folder) / "serve.log")
-            process.terminate()
-            process.wait()
-            try:
-                scan: list[float] | None = timed(
-                    mastra_scan(mongo.uri, db_name, args.scan_limit), args.scans
-                )
-            except ScanTooSlow:
-                scan = None
-            rows.append(
-                {
-                    "n": n,
-                    "plain": plain,
-                    "total": total,
-                    "keyset": keyset,
-                    "scan": scan,
-                    "ready": ready_s,
-                    "restart": restart_s,
-                }
-            )
-            print(f"N={n} done", file=sys.stderr)
-        process, url, _ = serve(mongo.uri, "bench_write", Path(folder) / "serve.log")
-        try:
-            with httpx.Client(base_url=url, timeout=60) as client:
-                write = write_path(client, args.starts, args.approvals)
-        finally:
-            process.terminate()
-            process.wait()
-    print(
-        "| N runs | page of 20, no total: median / p95 | with total: median / p95 "
-        "| second page by cursor: median / p95 "
-        "| Mastra's way (scan): median | speed-up (median) | first start / restart to ready |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for row in rows:
-        plain, total, keyset, scan = row["plain"], row["total"], row["keyset"], row["scan"]
-        if scan is None:
-            scan_cell = f"> {args.scan_limit:,.0f} s (given up)"
-            ratio = f"> {args.scan_limit * 1000 / statistics.median(plain):,.0f}x"
-        else:
-            scan_cell = f"{statistics.median(scan):,.0f} ms"
-            ratio = f"{statistics.median(scan) / statistics.median(plain):,.0f}x"
-        print(
-            f"| {row['n']:,} | {statistics.median(plain):.1f} / {p95(plain):.1f} ms "
-            f"| {statistics.median(total):.1f} / {p95(total):.1f} ms "
-            f"| {statistics.median(keyset):.1f} / {p95(keyset):.1f} ms "
-            f"| {scan_cell} | {ratio} | {row['ready']:.1f} s / {row['restart']:.1f} s |"
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):.1f} / {p95(values):.1f}"
+
+
+def print_tables(
+    rows: list[Row],
+    large: Row | None,
+    write: tuple[list[float], ...] | None,
+    args: argparse.Namespace,
+) -> None:
+    sizes = " | ".join(f"N={row.n:,}" for row in rows)
+    print("List shapes, page of 20, ms median / p95, without total · with total\n")
+    print(f"| shape | {sizes} |")
+    print("|---|" + "---:|" * len(rows))
+    for name in rows[0].lists:
+        cells = " | ".join(
+            f"{_cell(row.lists[name][0])} · {_cell(row.lists[name][1])}" for row in rows
         )
-    starts, approves = write["starts"], write["approves"]
+        print(f"| {name} | {cells} |")
     print()
-    print("| write path (demo agent file-cleaner, over HTTP) | median | p95 | total |")
-    print("|---|---:|---:|---:|")
-    print(
-        f"| startRun until suspended, {write['runs']:,} runs one after another "
-        f"| {statistics.median(starts):.1f} ms | {p95(starts):.1f} ms "
-        f"| {write['total_s']:.1f} s |"
-    )
-    print(
-        f"| approveToolCall through completion ({len(approves)} runs) "
-        f"| {statistics.median(approves):.1f} ms | {p95(approves):.1f} ms | |"
-    )
-    bulk = write["bulk"]
-    print(
-        f"| decideToolCalls of 100 approvals through completion ({len(bulk)} rounds) "
-        f"| {statistics.median(bulk):.0f} ms | {max(bulk):.0f} ms (max) | |"
-    )
-    return 0
+    print("| N runs | load | first start (peak RSS) | restart | 304 polls/s | full pages/s |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(
+            f"| {row.n:,} | {row.load_s:.0f} s | {row.first_s:.1f} s ({row.rss_mb[1]:.0f} MB) "
+            f"| {row.restart_s:.1f} s | {row.polls_304:,.0f} | {row.pages:,.0f} |"
+        )
+    if large is not None:
+        print(
+            f"| {large.n:,} of {args.large_kb} kB | {large.load_s:.0f} s "
+            f"| {large.first_s:.1f} s ({large.rss_mb[1]:.0f} MB) | {large.restart_s:.1f} s | | |"
+        )
+    _print_extras(rows, write, args)
+
+
+def _print_extras(
+    rows: list[Row], write: tuple[list[float], ...] | None, args: argparse.Namespace
+) -> None:
+    if args.scans:
+        print()
+        for row in rows:
+            scan = "given up" if row.scan is None else f"{statistics.median(row.scan):,.0f} ms"
+            print(f"Mastra's way (listSuspendedRuns), N={row.n:,}: {scan}")
+    if write is not None:
+        starts, approves, bulk = write
+        print()
+        print(f"startRun until suspended ({len(starts)}): {_cell(starts)} ms")
+        print(f"approveToolCall through completion ({len(approves)}): {_cell(approves)} ms")
+        print(
+            f"decideToolCalls of 100 approvals through completion ({len(bulk)} rounds): "
+            f"{statistics.median(bulk):.0f} ms median, {max(bulk):.0f} ms max"
+        )
 
 
 if __name__ == "__main__":
