@@ -194,13 +194,14 @@ def _middleware(settings: Settings) -> list[Middleware]:
     ]
     if settings.cors_origin_list:
         allowed_headers = ["authorization", "content-type", API_KEY_HEADER, settings.actor_header]
+        allowed_headers.append("if-none-match")  # conditional polls (server/etag.py)
         middleware.append(
             Middleware(
                 CORSMiddleware,
                 allow_origins=settings.cors_origin_list,
                 allow_methods=["GET", "POST"],
                 allow_headers=[*allowed_headers, REQUEST_ID_HEADER],
-                expose_headers=[REQUEST_ID_HEADER],
+                expose_headers=[REQUEST_ID_HEADER, "ETag"],
                 max_age=600,
             )
         )

@@ -102,3 +102,15 @@ def test_which_operations_are_cacheable() -> None:
     assert not cacheable("{ ...F } fragment F on Query { ...F }", None)
     assert not cacheable("{ ...Missing }", None)
     assert not cacheable("{ not graphql", None)
+
+
+async def test_a_dashboard_on_another_origin_may_poll_conditionally(settings, start_app) -> None:
+    client = await start_app(settings.model_copy(update={"cors_origins": "https://dash.example"}))
+    origin = {"origin": "https://dash.example"}
+    asking = {"access-control-request-method": "GET"}
+    asking["access-control-request-headers"] = "if-none-match"
+    preflight = await client.options("/graphql", headers=origin | asking)
+    assert preflight.status_code == 200
+    assert "if-none-match" in preflight.headers["access-control-allow-headers"].lower()
+    answer = await client.get("/graphql", params={"query": LIST}, headers=origin)
+    assert "etag" in answer.headers["access-control-expose-headers"].lower()
