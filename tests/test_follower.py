@@ -62,49 +62,50 @@ def database(mongo_uri: str) -> Iterator[tuple[str, MongoClient[Document]]]:
     client.close()
 
 
-def test_the_follower_killed_another_instance_takes_over_within_seconds(
+@pytest.fixture
+def instances(
     tmp_path: Path, mongo_uri: str, database: tuple[str, MongoClient[Document]]
+) -> Iterator[tuple[Server, Server]]:
+    """Two `serve` processes on one database (not started yet), stopped after the test."""
+    db_name, _ = database
+    pair = tuple(_instance(tmp_path, name, mongo_uri, db_name) for name in ("first", "second"))
+    yield pair[0], pair[1]
+    for server in pair:
+        if server.process is not None:
+            server.stop()
+
+
+def test_the_follower_killed_another_instance_takes_over_within_seconds(
+    database: tuple[str, MongoClient[Document]], instances: tuple[Server, Server]
 ) -> None:
     db_name, client = database
     snapshots = client[db_name][SNAPSHOTS_COLLECTION]
     lease = client[db_name][SYNC_STATE_COLLECTION]
-    first = _instance(tmp_path, "first", mongo_uri, db_name)
-    second = _instance(tmp_path, "second", mongo_uri, db_name)
-    try:
-        first.start()
-        second.start()  # ready once the follower is
-        assert _holder(lease) == "first"
-        snapshots.insert_one(suspended_doc("before"))
-        _within(3, lambda: _listed(second, "before"))  # the follower writes, both read
-        assert _holder(lease) == "first"
-        assert first.signal(signal.SIGKILL) == -9
-        snapshots.insert_one(suspended_doc("after-the-follower-died"))
-        took = _within(LEASE_SECONDS * 3, lambda: _listed(second, "after-the-follower-died"))
-        assert took < LEASE_SECONDS * 3
-        assert _holder(lease) == "second"
-        _within(2, lambda: httpx.get(f"{second.url}/readyz").json()["status"] == "ready")
-    finally:
-        for server in (first, second):
-            if server.process is not None:
-                server.stop()
+    first, second = instances
+    first.start()
+    second.start()  # ready once the follower is
+    assert _holder(lease) == "first"
+    snapshots.insert_one(suspended_doc("before"))
+    _within(3, lambda: _listed(second, "before"))  # the follower writes, both read
+    assert _holder(lease) == "first"
+    assert first.signal(signal.SIGKILL) == -9
+    snapshots.insert_one(suspended_doc("after-the-follower-died"))
+    took = _within(LEASE_SECONDS * 3, lambda: _listed(second, "after-the-follower-died"))
+    assert took < LEASE_SECONDS * 3
+    assert _holder(lease) == "second"
+    _within(2, lambda: httpx.get(f"{second.url}/readyz").json()["status"] == "ready")
 
 
 def test_a_follower_stopped_cleanly_hands_over_at_once(
-    tmp_path: Path, mongo_uri: str, database: tuple[str, MongoClient[Document]]
+    database: tuple[str, MongoClient[Document]], instances: tuple[Server, Server]
 ) -> None:
     db_name, client = database
     lease = client[db_name][SYNC_STATE_COLLECTION]
-    first = _instance(tmp_path, "first", mongo_uri, db_name)
-    second = _instance(tmp_path, "second", mongo_uri, db_name)
-    try:
-        first.start()
-        second.start()
-        assert first.stop() == 0  # lets the lease go
-        _within(
-            LEASE_SECONDS,
-            lambda: _holder(lease) == "second",
-        )
-    finally:
-        for server in (first, second):
-            if server.process is not None:
-                server.stop()
+    first, second = instances
+    first.start()
+    second.start()
+    assert first.stop() == 0  # lets the lease go
+    _within(
+        LEASE_SECONDS,
+        lambda: _holder(lease) == "second",
+    )
