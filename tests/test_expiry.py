@@ -26,6 +26,8 @@ async def test_an_approval_past_its_timeout_is_declined_once_by_the_system(
     )
     assert waited.total_seconds() == 1.0
     await eventually(lambda: has_status(gql, run["runId"], "COMPLETED"), within=5)
+    # The audit's outcome is written once the answer is known, a moment after the run ends.
+    await eventually(lambda: logged_outcome(gql, run["runId"], "RunDecided"), within=5)
     body = (await gql(EXPIRY, {"id": run["runId"]}))["data"]
     decision = body["agentRun"]["toolCalls"][0]["decision"]
     assert decision == {"action": "DECLINE", "reason": "expired after 1 s", "decidedBy": "system"}
@@ -43,6 +45,11 @@ async def test_an_approval_past_its_timeout_is_declined_once_by_the_system(
     assert planner["status"] == "SUSPENDED"  # its agent's own timeout: 600 s
     approval, question = planner["toolCalls"]
     assert approval["expiresAt"] is not None and question["expiresAt"] is None  # suspend()
+
+
+async def logged_outcome(gql, run_id: str, outcome: str) -> bool:
+    log = (await gql(EXPIRY, {"id": run_id}))["data"]["decisionLog"]
+    return [entry["outcome"] for entry in log] == [outcome]
 
 
 async def test_without_a_timeout_nothing_expires(gql) -> None:

@@ -24,10 +24,13 @@ async def test_a_failure_in_the_background_shows_on_the_run_audit_and_replay(
     replay = await act(gql, APPROVE, runId=run_id, wait=False, idempotencyKey="bg-1")
     assert (replay["__typename"], replay["run"]["status"]) == ("RunDecided", "FAILED")
     assert replay["run"]["error"].startswith("RuntimeError")
-    log = await gql(
-        "query($id: ID!) { decisionLog(runId: $id) { outcome runStatus } }", {"id": run_id}
-    )
-    assert log["data"]["decisionLog"] == [{"outcome": "RunDecided", "runStatus": "FAILED"}]
+    expected = [{"outcome": "RunDecided", "runStatus": "FAILED"}]
+    await eventually(lambda: audited(gql, run_id, expected), within=5)  # written after the run ends
+
+
+async def audited(gql, run_id: str, expected: list[dict[str, str]]) -> bool:
+    query = "query($id: ID!) { decisionLog(runId: $id) { outcome runStatus } }"
+    return bool((await gql(query, {"id": run_id}))["data"]["decisionLog"] == expected)
 
 
 async def test_a_key_whose_holder_died_is_taken_over(gql, db) -> None:
