@@ -120,6 +120,11 @@ def _spelled_out(query: Document) -> list[Document]:
     return queries if len(queries) <= _MOST_SPELLED_OUT else [query]
 
 
+def shape_key(shape: Document) -> tuple[object, ...]:
+    """What makes shapes alike in density: the state and which fields are matched."""
+    return (shape.get("status"), *sorted(shape))
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """A range of `createdAt`: after `after` (exclusive) up to `upto` (inclusive); None is

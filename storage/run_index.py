@@ -11,9 +11,8 @@ import heapq
 import itertools
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -29,6 +28,7 @@ from pymongo.results import (
     UpdateResult,
 )
 
+from suspended_runs.storage.counts import STAMP, IndexVersion, RunCounts
 from suspended_runs.storage.entries import Claim, RunEntry
 from suspended_runs.storage.queries import (
     RUN_INDEXES,
@@ -37,6 +37,7 @@ from suspended_runs.storage.queries import (
     RunFilter,
     Span,
     WindowWalk,
+    shape_key,
 )
 from suspended_runs.storage.types import FINISHED, SYNC_STATE_COLLECTION, Document, RunStatus
 
@@ -50,22 +51,10 @@ _DUPLICATE_KEY = 11000
 
 _STATE_ID = "run-index"
 """The document in `suspended_runs_sync` that changes with every write to the index."""
+_AGENTS_ID = "run-index-agents"
+"""The document in `suspended_runs_sync` that lists every (agent, runtime) ever indexed."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MARK_AFTER_FAILURE_SECONDS = 2.0
-_COUNTS_KEPT = 1024
-_COUNT_CHUNK = 5000
-"""Matches a count asks for at a time, so other requests are served between its parts."""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexVersion:
-    """What the index is at: `token` is new after every write that changed an entry (in
-    any process); `oldest`/`newest` bound the `createdAt` of what was ever written."""
-
-    token: Any = None
-    changes: int = 0
-    oldest: datetime | None = None
-    newest: datetime | None = None
 
 
 class RunIndex:
@@ -79,7 +68,7 @@ class RunIndex:
         self.collection: AsyncCollection[Document] = _Tracked(collection, self._changed)
         self.retention = retention
         self._densities: dict[tuple[Any, ...], float] = {}
-        self._counts: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._counts = RunCounts(self.collection, self._densities)
         self._looked_at: datetime | None = None
         self._deletions_due = False
         self.created = False
@@ -88,6 +77,7 @@ class RunIndex:
         self._read: tuple[float, IndexVersion] | None = None
         """When the version was last read (monotonic seconds), and what it was."""
         self._writes = 0
+        self._agents_noted: set[tuple[str, str]] = set()
 
     async def ensure_indexes(self) -> None:
         names = await self.collection.database.list_collection_names(
@@ -96,11 +86,14 @@ class RunIndex:
         self.created = not names
         await self.collection.create_index([("runId", ASCENDING)], unique=True)
         await self.collection.create_index([("snapshotId", ASCENDING)])
+        # Counts: what was written since (an insert leaves it out, and costs no entry here).
+        await self.collection.create_index([("changedAt", ASCENDING)], sparse=True)
         for keys in RUN_INDEXES:
             await self.collection.create_index(keys)
         # Finished entries stay for the retention period, so a poller sees what became of a run.
         await self.collection.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
         await self._bound_existing()
+        await self._agents_of_existing()
 
     # -- lists: O(page) on the embedded server (docs/design.md, "Lists on the embedded server")
 
@@ -151,7 +144,7 @@ class RunIndex:
             top=at.newest or now,
             floor=at.oldest,
             need=need - len(entries),
-            density=self._densities.get(_shape_key(shape)),
+            density=self._densities.get(shape_key(shape)),
         )
         while not walk.done:
             window = walk.window().to_query()
@@ -160,7 +153,7 @@ class RunIndex:
             entries += found
             walk.saw(len(found))
         if entries and (density := walk.learned(entries[-1].created_at)):
-            self._densities[_shape_key(shape)] = density
+            self._densities[shape_key(shape)] = density
         return entries
 
     async def _find(self, query: Document, limit: int) -> list[RunEntry]:
@@ -175,34 +168,8 @@ class RunIndex:
         span = run_filter.span()
         total = 0
         for shape in run_filter.shapes(now):
-            total += await self._count_of(shape, span, version, now)
+            total += await self._counts.count(shape, span, version, now)
         return total
-
-    async def _count_of(
-        self, shape: Document, span: Span, version: IndexVersion, now: datetime
-    ) -> int:
-        key = repr((shape, span))
-        cached = self._counts.get(key)
-        if cached is not None and cached[0] == version.token and version.token is not None:
-            self._counts.move_to_end(key)
-            return cached[1]
-        walk = WindowWalk(
-            span,
-            top=version.newest or now,
-            floor=version.oldest,
-            need=None,
-            chunk=_COUNT_CHUNK,
-            density=self._densities.get(_shape_key(shape)),
-        )
-        while not walk.done:
-            window = walk.window().to_query()
-            query = {**shape, "createdAt": window} if window else shape
-            walk.saw(await self.collection.count_documents(query))
-        if "claim.expiresAt" not in shape:  # RUNNING against STALLED moves with the clock
-            self._counts[key] = (version.token, walk.got)
-            while len(self._counts) > _COUNTS_KEPT:
-                self._counts.popitem(last=False)
-        return walk.got
 
     # -- the index's version: what caches and ETags are checked against -----------------
 
@@ -220,19 +187,22 @@ class RunIndex:
                 changes=int(doc.get("changes", 0)),
                 oldest=doc.get("oldest"),
                 newest=doc.get("newest"),
+                at=doc.get("at"),
+                epoch=doc.get("epoch"),
             )
         if writes == self._writes:  # else a write here may have come after the read
             self._read = (started, version)
         return version
 
-    async def _changed(self) -> None:
+    async def _changed(self, *, recount: bool = False) -> None:
         """A write changed the index: a new version, after the write (a reader that sees
-        the new version sees the write)."""
+        the new version sees the write); `recount`: entries were written without a stamp
+        (or deleted), so counts start afresh."""
         self._writes += 1
         self._read = None
-        await self.state.update_one(
-            {"_id": _STATE_ID}, {"$set": {"token": ObjectId()}, "$inc": {"changes": 1}}, upsert=True
-        )
+        new = {"token": ObjectId(), **({"epoch": ObjectId()} if recount else {})}
+        update = {"$set": new, "$inc": {"changes": 1}, "$currentDate": {"at": True}}
+        await self.state.update_one({"_id": _STATE_ID}, update, upsert=True)
         self._writes += 1
         self._read = None
 
@@ -283,6 +253,40 @@ class RunIndex:
             if isinstance(row.get("oldest"), datetime) and isinstance(row.get("newest"), datetime):
                 await self._note_created([row["oldest"], row["newest"]])
 
+    async def _note_agents(self, entries: Iterable[RunEntry]) -> None:
+        """Remember the (agent, runtime) of `entries`, so `agents` reads no entry; written
+        before the entries (an agent listed a moment early shows 0 runs, never missing)."""
+        pairs = {(e.agent_id, e.runtime.value) for e in entries} - self._agents_noted
+        if pairs:
+            each = [{"agentId": agent, "runtime": runtime} for agent, runtime in sorted(pairs)]
+            await self.state.update_one(
+                {"_id": _AGENTS_ID}, {"$addToSet": {"seen": {"$each": each}}}, upsert=True
+            )
+            self._agents_noted |= pairs
+
+    async def _agents_of_existing(self) -> None:
+        """The agents of entries written before the index kept them (once: O(entries))."""
+        if await self.state.find_one({"_id": _AGENTS_ID}, {"_id": 1}) is not None:
+            return
+        group: Document = {"$group": {"_id": {"agentId": "$agentId", "runtime": "$runtime"}}}
+        rows = [row["_id"] async for row in await self.collection.aggregate([group])]
+        seen = [r for r in rows if isinstance(r.get("agentId"), str) and "runtime" in r]
+        await self.state.update_one(
+            {"_id": _AGENTS_ID}, {"$addToSet": {"seen": {"$each": seen}}}, upsert=True
+        )
+
+    async def agents(self) -> list[tuple[str, str]]:
+        """(agentId, runtime) of every agent ever indexed, sorted."""
+        doc = await self.state.find_one({"_id": _AGENTS_ID}) or {}
+        pairs = {
+            (seen["agentId"], seen["runtime"])
+            for seen in doc.get("seen", [])
+            if isinstance(seen, dict)
+            and isinstance(seen.get("agentId"), str)
+            and isinstance(seen.get("runtime"), str)
+        }
+        return sorted(pairs)
+
     async def get(self, run_id: str) -> RunEntry | None:
         """The whole entry (its snapshotId too): what `get` reads may be written back."""
         doc = await self.collection.find_one({"runId": run_id}, {"_id": 0})
@@ -303,6 +307,7 @@ class RunIndex:
         """
         entries = list(entries)
         await self._note_created([e.created_at for e in entries])
+        await self._note_agents(entries)
         ops = [
             UpdateOne(
                 # No top-level $or: the embedded server then scans instead of using runId.
@@ -315,6 +320,7 @@ class RunIndex:
                     "$set": {k: v for k, v in e.to_document().items() if k not in _KEPT},
                     "$inc": {"version": 1},
                     "$unset": {"endedAt": "", "expiresAt": ""},
+                    **STAMP,
                 },
                 upsert=True,
             )
@@ -338,6 +344,7 @@ class RunIndex:
         if not entries:
             return 0
         await self._note_created([e.created_at for e in entries])
+        await self._note_agents(entries)
         docs = [
             {**{k: v for k, v in e.to_document().items() if k not in _KEPT}, "version": 1}
             for e in entries
@@ -383,7 +390,12 @@ class RunIndex:
 
         An upsert: the follower may have indexed the run's snapshot a moment before.
         """
-        await self.collection.replace_one({"runId": entry.run_id}, entry.to_document(), upsert=True)
+        await self._note_created([entry.created_at])
+        await self._note_agents([entry])
+        # The whole entry, as a replacement would put it (to_document names every field but
+        # expiresAt), stamped.
+        update = {"$set": entry.to_document(), "$unset": {"expiresAt": ""}, **STAMP}
+        await self.collection.update_one({"runId": entry.run_id}, update, upsert=True)
 
     async def apply_decision(self, seen: RunEntry, decided: RunEntry, claim: Claim | None) -> bool:
         """Record decisions on the entry as it was seen; with a claim, also take the run.
@@ -398,6 +410,7 @@ class RunIndex:
                 "decidedBy": decided.decided_by,
             },
             "$inc": {"version": 1},
+            **STAMP,
         }
         if claim is not None:
             update["$set"] |= {"status": RunStatus.RUNNING.value, "claim": claim.to_document()}
@@ -428,6 +441,7 @@ class RunIndex:
             {
                 "$set": {"status": RunStatus.RUNNING.value, "claim": claim.to_document()},
                 "$inc": {"version": 1},
+                **STAMP,
             },
         )
         return result.modified_count == 1
@@ -436,7 +450,7 @@ class RunIndex:
         """Keep the claim of a run whose decision may have been applied, and say so."""
         result = await self.collection.update_one(
             {"runId": run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
-            {"$set": {"claim.outcomeUnknown": True}, "$inc": {"version": 1}},
+            {"$set": {"claim.outcomeUnknown": True}, "$inc": {"version": 1}, **STAMP},
         )
         return result.modified_count == 1
 
@@ -464,7 +478,7 @@ class RunIndex:
 
     async def _rest(self, condition: Document, after: RunEntry) -> bool:
         doc = {k: v for k, v in after.to_document().items() if k not in ("version", "runId")}
-        update: Document = {"$set": doc, "$inc": {"version": 1}}
+        update: Document = {"$set": doc, "$inc": {"version": 1}, **STAMP}
         if after.status in FINISHED and after.ended_at:
             doc["expiresAt"] = after.ended_at + self.retention
         else:
@@ -494,24 +508,26 @@ class RunIndex:
         return {d["runId"]: (d["status"], d.get("suspendedAt")) async for d in current}
 
     async def suspended_by_agent(self, within: RunFilter) -> dict[tuple[str, str], int]:
-        """(agentId, runtime) -> suspended runs, for every agent seen in the runs `within`
-        selects by resource and agent (its status is not applied)."""
+        """(agentId, runtime) -> suspended runs, of every agent indexed that `within`'s
+        agent scope allows; with a resource scope, only agents with a run (in any state)
+        in those resources. Counted as `count` counts: kept, and brought up to date."""
         counts: dict[tuple[str, str], int] = {}
-        match = {k: v for k, v in within.to_query().items() if k != "status"}
-        pipeline: list[Document] = [
-            {"$match": match},
-            {
-                "$group": {
-                    "_id": {"agentId": "$agentId", "runtime": "$runtime", "status": "$status"},
-                    "n": {"$sum": 1},
-                }
-            },
-        ]
-        async for row in await self.collection.aggregate(pipeline):
-            key = (row["_id"]["agentId"], row["_id"]["runtime"])
-            suspended = row["n"] if row["_id"]["status"] == RunStatus.SUSPENDED.value else 0
-            counts[key] = counts.get(key, 0) + suspended
+        for agent_id, runtime in await self.agents():
+            if within.agent_ids is not None and agent_id not in within.agent_ids:
+                continue
+            mine = replace(within, agent_id=agent_id, statuses=frozenset({RunStatus.SUSPENDED}))
+            suspended = await self.count(mine)
+            if suspended or within.resource_ids is None or await self._any(mine):
+                counts[(agent_id, runtime)] = suspended
         return counts
+
+    async def _any(self, run_filter: RunFilter) -> bool:
+        """Whether any run in any state matches `run_filter`'s scope and agent."""
+        every = replace(run_filter, statuses=frozenset(RunStatus))
+        for shape in every.shapes(datetime.now(UTC)):
+            if await self.collection.find_one(shape, {"_id": 1}) is not None:
+                return True
+        return False
 
     def _end_update(self, now: datetime) -> Document:
         return {
@@ -521,12 +537,8 @@ class RunIndex:
                 "expiresAt": now + self.retention,
             },
             "$inc": {"version": 1},
+            **STAMP,
         }
-
-
-def _shape_key(shape: Document) -> tuple[Any, ...]:
-    """What makes shapes alike in density: the state and which fields are matched."""
-    return (shape.get("status"), *sorted(shape))
 
 
 _Result = TypeVar("_Result")
@@ -543,10 +555,12 @@ def _only_lost_inserts(exc: BulkWriteError) -> bool:
 
 class _Tracked(AsyncCollection[Document]):
     """The index's collection, whose every write that changed something (or may have: it
-    failed mid-way) is followed by `changed`: no write can forget to give a new version."""
+    failed mid-way) is followed by `changed`: no write can forget to give a new version.
+    A write that may have left entries unstamped (an insert: a stamp costs an update; a
+    deletion; a failure) asks counts to start afresh."""
 
     def __init__(
-        self, collection: AsyncCollection[Document], changed: Callable[[], Awaitable[None]]
+        self, collection: AsyncCollection[Document], changed: Callable[..., Awaitable[None]]
     ) -> None:
         super().__init__(
             collection.database,
@@ -559,7 +573,11 @@ class _Tracked(AsyncCollection[Document]):
         self._changed = changed
 
     async def _tracked(
-        self, write: Awaitable[_Result], changed: Callable[[_Result], bool]
+        self,
+        write: Awaitable[_Result],
+        changed: Callable[[_Result], bool],
+        *,
+        recount: bool = False,
     ) -> _Result:
         try:
             result = await write
@@ -573,12 +591,12 @@ class _Tracked(AsyncCollection[Document]):
             await self._mark_after_failure()  # it may have been applied
             raise
         if changed(result):
-            await self._changed()
+            await self._changed(recount=recount)
         return result
 
     async def _mark_after_failure(self) -> None:
         try:
-            await asyncio.wait_for(self._changed(), _MARK_AFTER_FAILURE_SECONDS)
+            await asyncio.wait_for(self._changed(recount=True), _MARK_AFTER_FAILURE_SECONDS)
         except (PyMongoError, TimeoutError):
             log.debug("could not mark the run index changed after a failed write")
 
@@ -595,16 +613,16 @@ class _Tracked(AsyncCollection[Document]):
         return await self._tracked(super().bulk_write(*args, **kwargs), _bulk_changed)
 
     async def insert_one(self, *args: Any, **kwargs: Any) -> InsertOneResult:
-        return await self._tracked(super().insert_one(*args, **kwargs), lambda _: True)
+        return await self._tracked(super().insert_one(*args, **kwargs), _any, recount=True)
 
     async def insert_many(self, *args: Any, **kwargs: Any) -> InsertManyResult:
-        return await self._tracked(super().insert_many(*args, **kwargs), lambda _: True)
+        return await self._tracked(super().insert_many(*args, **kwargs), _any, recount=True)
 
     async def delete_one(self, *args: Any, **kwargs: Any) -> DeleteResult:
-        return await self._tracked(super().delete_one(*args, **kwargs), _deleted)
+        return await self._tracked(super().delete_one(*args, **kwargs), _deleted, recount=True)
 
     async def delete_many(self, *args: Any, **kwargs: Any) -> DeleteResult:
-        return await self._tracked(super().delete_many(*args, **kwargs), _deleted)
+        return await self._tracked(super().delete_many(*args, **kwargs), _deleted, recount=True)
 
     async def find_one_and_update(self, *args: Any, **kwargs: Any) -> Document | None:
         return await self._tracked(super().find_one_and_update(*args, **kwargs), _always)
@@ -624,6 +642,10 @@ def _bulk_changed(result: BulkWriteResult) -> bool:
     return bool(
         result.modified_count + result.upserted_count + result.inserted_count + result.deleted_count
     )
+
+
+def _any(result: object) -> bool:
+    return True
 
 
 def _deleted(result: DeleteResult) -> bool:

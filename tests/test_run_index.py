@@ -23,6 +23,20 @@ from suspended_runs.storage import (
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
+def read_for_counts(index: RunIndex) -> list[dict[str, object]]:
+    """The queries whose matches `index` reads to count them, from now on."""
+    asked: list[dict[str, object]] = []
+    real = index.collection.find
+
+    def spying(query: dict[str, object], *args: object, **kwargs: object):
+        if "changedAt" not in query:  # not the look at what changed
+            asked.append(query)
+        return real(query, *args, **kwargs)
+
+    index.collection.find = spying  # type: ignore[method-assign]
+    return asked
+
+
 def entry(**changes: object) -> RunEntry:
     base = RunEntry(
         run_id="r-1",
@@ -148,23 +162,15 @@ async def test_totals_are_kept_until_the_index_changes_in_any_process(index: Run
             assert await other.count(run_filter, now=T0) == expected
 
     await exact()
-    counted = 0
-    real = index.collection.count_documents
-
-    async def counting(*args: object, **kwargs: object) -> int:
-        nonlocal counted
-        counted += 1
-        return await real(*args, **kwargs)  # type: ignore[arg-type]
-
-    index.collection.count_documents = counting  # type: ignore[method-assign]
+    asked = read_for_counts(index)
     await index.count(RunFilter(), now=T0)
-    assert counted == 0  # nothing changed: the total kept
+    assert asked == []  # nothing changed: the total kept
     seen = await other.get("r-0")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
     await other.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
     await exact()  # a decision through the other instance
-    assert counted > 0
+    assert asked
     await index.put_suspended([entry(run_id="r-new", agent_id="a-0")])
     await exact()
     await other.end_runs(["r-1", "r-2"], T0)
@@ -222,3 +228,21 @@ async def test_an_upsert_that_meets_an_entry_it_may_not_touch_is_no_change(index
     before = (await index.version()).token
     assert await index.put_suspended([held]) == 0
     assert (await index.version()).token == before
+
+
+async def test_agents_are_kept_as_entries_are_written_and_found_in_an_older_index(db) -> None:
+    older = db[RUNS_COLLECTION]
+    await older.insert_one(entry(run_id="r-old", agent_id="legacy").to_document())  # no list
+    index = RunIndex(older, retention=timedelta(days=7))
+    await index.ensure_indexes()
+    await index.put_new([entry(run_id="r-1", agent_id="a-new")])
+    await index.put_suspended([entry(run_id="r-2", agent_id="a-upd")])
+    await index.put_started(entry(run_id="r-3", agent_id="a-py", runtime=Runtime.PYTHON))
+    assert await index.agents() == [
+        ("a-new", "mastra"),
+        ("a-py", "python"),
+        ("a-upd", "mastra"),
+        ("legacy", "mastra"),
+    ]
+    counts = await index.suspended_by_agent(RunFilter())
+    assert counts == {k: 1 for k in await index.agents()}

@@ -1,0 +1,160 @@
+"""Exact counts of the run index's lists, kept per filter and brought up to date from what
+changed (docs/design.md, "Counts").
+
+The embedded server counts a query by reading its matches, so counting every match after
+every write would cost seconds at 100,000 runs. A count is kept as the `createdAt` windows
+it was counted in, each with its matches; after a write, only the windows that hold an
+entry written since are counted again. Every write that changes an entry's state stamps it
+with the database's clock (`changedAt`, `$currentDate`), and the index's version carries the
+time of the write that made it (`at`), so "written since" is one query on `changedAt`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pymongo.asynchronous.collection import AsyncCollection
+
+from suspended_runs.storage.queries import Span, WindowWalk, shape_key
+from suspended_runs.storage.types import Document, RunStatus
+
+STAMP: Document = {"$currentDate": {"changedAt": True}}
+"""The part of an update that stamps an entry as changed, at the database's clock."""
+
+_KEPT = 1024
+_CHUNK = 1000
+"""Matches a count asks for at a time, so other requests are served between its parts."""
+_CLOCK_SLACK = timedelta(seconds=5)
+"""How far the database's clock may step back (a new primary): changes this much before
+a count's version are looked at again."""
+_MOST_CHANGED = 2000
+"""Entries written since a count beyond which it is counted afresh."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexVersion:
+    """What the index is at: `token` is new after every write that changed an entry (in
+    any process), `at` is when that write was made (the database's clock), and `epoch` is
+    new when entries were written without a stamp or deleted (counts start afresh);
+    `oldest`/`newest` bound the `createdAt` of what was ever written."""
+
+    token: Any = None
+    changes: int = 0
+    oldest: datetime | None = None
+    newest: datetime | None = None
+    at: datetime | None = None
+    epoch: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Counted:
+    """A count as of `version`: the windows it was counted in, with their matches."""
+
+    version: IndexVersion
+    windows: tuple[tuple[Span, int], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(matches for _, matches in self.windows)
+
+
+class RunCounts:
+    def __init__(
+        self, collection: AsyncCollection[Document], densities: dict[tuple[Any, ...], float]
+    ) -> None:
+        self.collection = collection
+        self._densities = densities
+        """Matches per second of `createdAt`, learned per shape (shared with the lists)."""
+        self._kept: OrderedDict[str, _Counted] = OrderedDict()
+
+    async def count(self, shape: Document, span: Span, version: IndexVersion, now: datetime) -> int:
+        """How many entries match `shape` within `span`, exact as of `version` or later."""
+        key = repr((shape, span))
+        kept = self._kept.get(key)
+        if kept is not None and version.token is not None and kept.version.token == version.token:
+            self._kept.move_to_end(key)
+            return kept.total
+        windows = await self._recounted(shape, kept, version) if kept else None
+        if windows is None:
+            windows = await self._walked(shape, span, version, now)
+        if "claim.expiresAt" not in shape:  # RUNNING against STALLED moves with the clock
+            self._kept[key] = _Counted(version, windows)
+            self._kept.move_to_end(key)
+            while len(self._kept) > _KEPT:
+                self._kept.popitem(last=False)
+        return sum(matches for _, matches in windows)
+
+    async def _walked(
+        self, shape: Document, span: Span, version: IndexVersion, now: datetime
+    ) -> tuple[tuple[Span, int], ...]:
+        """Every match counted, in windows of about `_CHUNK` matches, newest first (the
+        first window is open above, the last open below: together they cover `span`)."""
+        walk = WindowWalk(
+            span,
+            top=version.newest or now,
+            floor=version.oldest,
+            need=None,
+            chunk=_CHUNK,
+            density=self._densities.get(shape_key(shape)),
+        )
+        windows: list[tuple[Span, int]] = []
+        while not walk.done:
+            pieces = await self._pieces(shape, walk.window())
+            walk.saw(sum(matches for _, matches in pieces))
+            windows += pieces
+        return tuple(windows)
+
+    async def _pieces(self, shape: Document, window: Span) -> list[tuple[Span, int]]:
+        """The matches in `window`, counted as pieces of about `_CHUNK` each: read as their
+        `createdAt` alone (on the embedded server, about what counting them costs), so a
+        window that holds many (a walk across a gap in time, new runs piling into the
+        newest) is cut where its matches are, and a later change there costs one piece."""
+        found = self.collection.find(_within(shape, window), {"_id": 0, "createdAt": 1})
+        moments = sorted([doc["createdAt"] async for doc in found if "createdAt" in doc])
+        cuts = sorted({moments[i - 1] for i in range(_CHUNK, len(moments), _CHUNK)})
+        cuts = [cut for cut in cuts if window.upto is None or cut < window.upto]
+        below = [0, *(bisect.bisect_right(moments, cut) for cut in cuts), len(moments)]
+        bounds = [window.after, *cuts, window.upto]
+        return [
+            (Span(low, high), below[k + 1] - below[k])
+            for k, (low, high) in enumerate(itertools.pairwise(bounds))
+        ]
+
+    async def _recounted(
+        self, shape: Document, kept: _Counted, version: IndexVersion
+    ) -> tuple[tuple[Span, int], ...] | None:
+        """`kept`, its windows that hold an entry written since counted again; None when
+        it cannot be brought up to date (counted afresh instead)."""
+        since = kept.version.at
+        if since is None or kept.version.epoch != version.epoch or not _stamped_state(shape):
+            return None
+        scope = {k: v for k, v in shape.items() if k != "status"}  # a run keeps its scope
+        query = {**scope, "changedAt": {"$gte": since - _CLOCK_SLACK}}
+        cursor = self.collection.find(query, {"_id": 0, "createdAt": 1}, limit=_MOST_CHANGED + 1)
+        moments = [doc["createdAt"] async for doc in cursor if "createdAt" in doc]
+        if len(moments) > _MOST_CHANGED:
+            return None
+        windows: list[tuple[Span, int]] = []
+        for window, matches in kept.windows:
+            if not any(window.holds(moment) for moment in moments):
+                windows.append((window, matches))
+                continue
+            windows += await self._pieces(shape, window)
+        return tuple(windows)
+
+
+def _within(shape: Document, window: Span) -> Document:
+    bounds = window.to_query()
+    return {**shape, "createdAt": bounds} if bounds else shape
+
+
+def _stamped_state(shape: Document) -> bool:
+    """Whether every way into or out of the shape's state is a stamped write. Finished
+    entries also leave by the TTL index's deletions, which leave no trace: their counts
+    are kept only until the next change."""
+    return bool(shape.get("status") == RunStatus.SUSPENDED.value)

@@ -1,0 +1,136 @@
+"""Counts kept and brought up to date (storage/counts.py): exact after any write, in any
+process, and after a write only the windows holding a changed entry are counted again."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from suspended_runs.storage import (
+    RUNS_COLLECTION,
+    Claim,
+    RunFilter,
+    RunIndex,
+    RunStatus,
+)
+from suspended_runs.storage import counts as counts_module
+from tests.test_run_index import T0, _approve, entry, read_for_counts
+
+FILTERS = [
+    RunFilter(),
+    RunFilter(agent_id="a-1"),
+    RunFilter(resource_id="res-2", agent_id="a-0"),
+    RunFilter(from_date=T0 + timedelta(seconds=100), to_date=T0 + timedelta(seconds=250)),
+    RunFilter(statuses=frozenset({RunStatus.SUSPENDED, RunStatus.COMPLETED})),
+]
+
+
+@pytest.fixture
+async def indexes(db, monkeypatch: pytest.MonkeyPatch) -> tuple[RunIndex, RunIndex]:
+    """Two instances' indexes on one database, counting in windows of about 30 matches."""
+    monkeypatch.setattr(counts_module, "_CHUNK", 30)
+    # Writes a moment apart (the slack for a new primary's clock would take them all in).
+    monkeypatch.setattr(counts_module, "_CLOCK_SLACK", timedelta(0))
+    first = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
+    await first.ensure_indexes()
+    second = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
+    runs = [
+        entry(
+            run_id=f"r-{i:03d}",
+            agent_id=f"a-{i % 3}",
+            resource_id=f"res-{i % 5}",
+            created_at=T0 + timedelta(seconds=i),
+        )
+        for i in range(300)
+    ]
+    await second.put_suspended(runs)
+    return first, second
+
+
+async def oracle(index: RunIndex, run_filter: RunFilter) -> int:
+    queries = run_filter.to_queries(T0)
+    return sum([await index.collection.count_documents(q) for q in queries])
+
+
+async def matched(index: RunIndex, queries: list[dict[str, object]]) -> int:
+    return sum([await index.collection.count_documents(q) for q in queries])
+
+
+async def test_a_decision_recounts_only_the_window_that_holds_its_run(indexes) -> None:
+    first, second = indexes
+    assert await first.count(RunFilter(), now=T0) == 300
+    asked = read_for_counts(first)
+    seen = await second.get("r-150")
+    assert seen is not None
+    claim = Claim("me", T0, T0 + timedelta(minutes=1))
+    assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await first.count(RunFilter(), now=T0) == 299
+    assert len(asked) == 1 and await matched(first, asked) <= 60, asked  # a window, not 300
+    await second.put_started(entry(run_id="r-new", created_at=T0 + timedelta(seconds=400)))
+    asked.clear()
+    assert await first.count(RunFilter(), now=T0) == 300
+    assert len(asked) == 1 and await matched(first, asked) <= 60, asked  # the newest window
+    asked.clear()
+    assert await first.count(RunFilter(), now=T0) == 300
+    assert asked == []  # nothing changed since: kept
+
+
+async def test_counts_stay_exact_through_random_writes_from_two_instances(indexes) -> None:
+    first, second = indexes
+    chance = random.Random(11)
+    for step in range(40):
+        writer = chance.choice(indexes)
+        await _random_write(writer, chance, step)
+        for run_filter in FILTERS:
+            expected = await oracle(first, run_filter)
+            assert await first.count(run_filter, now=T0) == expected, (step, run_filter)
+            assert await second.count(run_filter, now=T0) == expected, (step, run_filter)
+
+
+async def _random_write(index: RunIndex, chance: random.Random, step: int) -> None:
+    run_id = f"r-{chance.randrange(300):03d}"
+    seen = await index.get(run_id)
+    kind = chance.choice(["decide", "finish", "end", "start", "resuspend", "delete"])
+    if kind == "start":
+        at = T0 + timedelta(seconds=chance.randrange(-50, 400))
+        await index.put_started(entry(run_id=f"n-{step}", agent_id="a-1", created_at=at))
+    elif kind == "end":
+        await index.end_runs([run_id], T0)
+    elif kind == "delete":
+        await index.collection.delete_one({"runId": run_id})  # (only the TTL index deletes)
+    elif seen is not None and kind == "decide" and seen.status is RunStatus.SUSPENDED:
+        claim = Claim("me", T0, T0 + timedelta(minutes=1))
+        await index.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    elif seen is not None and kind == "finish":
+        await index.settle_seen(seen, seen.finished(RunStatus.COMPLETED, None, T0))
+    elif seen is not None and kind == "resuspend":
+        later = replace(seen, suspended_at=T0 + timedelta(hours=1 + step))
+        await index.put_suspended([later])
+
+
+async def test_a_window_across_a_gap_in_time_is_counted_in_pieces(
+    indexes,
+) -> None:
+    """300 runs a second apart and, a day later, 5 more: a walk down from the newest jumps
+    the gap in one window holding most of the 300. It is kept as pieces cut where its
+    runs are, so a change there reads one piece again."""
+    first, second = indexes
+    later = [
+        entry(run_id=f"late-{i}", created_at=T0 + timedelta(days=1, seconds=i)) for i in range(5)
+    ]
+    await second.put_suspended(later)
+    assert await first.count(RunFilter(), now=T0) == 305
+    asked = read_for_counts(first)
+    claim = Claim("me", T0, T0 + timedelta(minutes=1))
+    read = []
+    for run_id, left in (("r-100", 304), ("r-101", 303)):
+        asked.clear()
+        seen = await second.get(run_id)
+        assert seen is not None
+        assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+        assert await first.count(RunFilter(), now=T0) == left
+        read.append(await matched(first, asked))
+    assert max(read) <= 30, read  # a piece, not the window of 300 across the gap
