@@ -469,6 +469,8 @@ class SnapshotSync:
         else:
             if self.following is None:
                 await self._catch_up()
+                # At once: a restart a moment later starts from here, not from scratch.
+                await self._save_token(None)
             self._following(SyncMode.POLL)
             await self._follow_by_polling()
 

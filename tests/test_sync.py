@@ -316,6 +316,19 @@ async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     assert await status_of(gql, "run-2") == "ENDED"  # its snapshot left the suspended state
 
 
+async def test_a_restart_just_after_a_first_start_in_poll_mode_reads_only_changes(
+    snapshots, settings: Settings, start_app, monkeypatch
+) -> None:
+    polled = settings.model_copy(update={"sync_mode": "poll"})
+    await snapshots.insert_many([suspended_doc(f"run-{i}") for i in range(3)])
+    async with running_app(polled):
+        pass  # stopped as soon as it is ready: no poll has run yet
+    reconciles, catch_ups = _counting(monkeypatch, "reconcile"), _counting(monkeypatch, "catch_up")
+    gql = make_gql(await start_app(polled))
+    assert (len(reconciles), len(catch_ups)) == (0, 1)
+    assert await listed(gql, "run-2")
+
+
 async def test_a_first_start_reports_its_progress_in_readyz(
     snapshots, settings: Settings, monkeypatch
 ) -> None:
