@@ -133,12 +133,16 @@ class RunCounts:
         since = kept.version.at
         if since is None or kept.version.epoch != version.epoch or not _stamped_state(shape):
             return None
-        scope = {k: v for k, v in shape.items() if k != "status"}  # a run keeps its scope
-        query = {**scope, "changedAt": {"$gte": since - _CLOCK_SLACK}}
-        cursor = self.collection.find(query, {"_id": 0, "createdAt": 1}, limit=_MOST_CHANGED + 1)
-        moments = [doc["createdAt"] async for doc in cursor if "createdAt" in doc]
-        if len(moments) > _MOST_CHANGED:
+        # Only `changedAt` is asked (the embedded server scans the collection for a query
+        # whose first field no index leads with); a run keeps its scope, checked here.
+        scope = {k: v for k, v in shape.items() if k != "status"}
+        query = {"changedAt": {"$gte": since - _CLOCK_SLACK}}
+        fields = {"_id": 0, "createdAt": 1, **{name: 1 for name in scope}}
+        cursor = self.collection.find(query, fields, limit=_MOST_CHANGED + 1)
+        changed = [doc async for doc in cursor if "createdAt" in doc]
+        if len(changed) > _MOST_CHANGED:
             return None
+        moments = [doc["createdAt"] for doc in changed if _in_scope(doc, scope)]
         windows: list[tuple[Span, int]] = []
         for window, matches in kept.windows:
             if not any(window.holds(moment) for moment in moments):
@@ -146,6 +150,18 @@ class RunCounts:
                 continue
             windows += await self._pieces(shape, window)
         return tuple(windows)
+
+
+def _in_scope(doc: Document, scope: Document) -> bool:
+    """Whether an entry matches a shape's equalities (a scope's `$in` beyond the spelled-out
+    ones included)."""
+    for name, wanted in scope.items():
+        if isinstance(wanted, dict) and "$in" in wanted:
+            if doc.get(name) not in wanted["$in"]:
+                return False
+        elif doc.get(name) != wanted:
+            return False
+    return True
 
 
 def _within(shape: Document, window: Span) -> Document:

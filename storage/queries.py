@@ -264,13 +264,14 @@ class WindowWalk:
         seconds = (self.top - self._edge).total_seconds()
         return self.got / seconds if seconds > 0 else None
 
-    def learned(self, oldest_found: datetime) -> float | None:
+    def learned(self, oldest_found: datetime, newest_found: datetime) -> float | None:
         """The density to start the next walk of this shape with, once `need` matches were
-        found, the oldest at `oldest_found` (the last window was cut at the page: what it
-        held beyond is unknown, so its width is not what the page needed)."""
+        found between `newest_found` and `oldest_found` (the last window was cut at the
+        page: what it held beyond is unknown, so its width is not what the page needed; and
+        the time above the newest, perhaps a gap, is not the shape's density)."""
         if self.need is None or self.got < self.need:
             return None
-        seconds = max((self.top - oldest_found).total_seconds(), 0.001)
+        seconds = max((newest_found - oldest_found).total_seconds(), 0.001)
         return self.got / seconds
 
     @staticmethod

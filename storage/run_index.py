@@ -11,6 +11,7 @@ import heapq
 import itertools
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -54,6 +55,7 @@ _STATE_ID = "run-index"
 _AGENTS_ID = "run-index-agents"
 """The document in `suspended_runs_sync` that lists every (agent, runtime) ever indexed."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SHAPES_KEPT = 1024
 _MARK_AFTER_FAILURE_SECONDS = 2.0
 
 
@@ -69,6 +71,10 @@ class RunIndex:
         self.retention = retention
         self._densities: dict[tuple[Any, ...], float] = {}
         self._counts = RunCounts(self.collection, self._densities)
+        self._newest: OrderedDict[str, datetime] = OrderedDict()
+        """The newest `createdAt` a first page of each shape found: its walk starts there
+        (its first window is open above), not at the newest of every shape, so a quiet
+        agent's page does not walk the time since its last run."""
         self._looked_at: datetime | None = None
         self._deletions_due = False
         self.created = False
@@ -141,7 +147,7 @@ class RunIndex:
             span = span.below(after.created_at)
         walk = WindowWalk(
             span,
-            top=at.newest or now,
+            top=self._newest.get(repr(shape)) or at.newest or now,
             floor=at.oldest,
             need=need - len(entries),
             density=self._densities.get(shape_key(shape)),
@@ -152,9 +158,22 @@ class RunIndex:
             found = await self._find(query, walk.wanted)
             entries += found
             walk.saw(len(found))
-        if entries and (density := walk.learned(entries[-1].created_at)):
-            self._densities[shape_key(shape)] = density
+        if entries:
+            self._learn(shape, walk, entries, first_page=after is None)
         return entries
+
+    def _learn(
+        self, shape: Document, walk: WindowWalk, entries: list[RunEntry], *, first_page: bool
+    ) -> None:
+        """What a walk found about its shape: its density, and (a first page) its newest."""
+        if density := walk.learned(entries[-1].created_at, entries[0].created_at):
+            self._densities[shape_key(shape)] = density
+        if first_page:
+            key = repr(shape)
+            self._newest[key] = entries[0].created_at
+            self._newest.move_to_end(key)
+            while len(self._newest) > _SHAPES_KEPT:
+                self._newest.popitem(last=False)
 
     async def _find(self, query: Document, limit: int) -> list[RunEntry]:
         cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, limit=limit)

@@ -246,3 +246,24 @@ async def test_agents_are_kept_as_entries_are_written_and_found_in_an_older_inde
     ]
     counts = await index.suspended_by_agent(RunFilter())
     assert counts == {k: 1 for k in await index.agents()}
+
+
+async def test_a_quiet_agents_page_does_not_walk_the_time_since_its_last_run(
+    index: RunIndex,
+) -> None:
+    """Another agent's runs a week later make the index's newest moment a week after the
+    quiet agent's last run: its page starts from its own newest, found by its last page."""
+    quiet = [
+        entry(run_id=f"q-{i:04d}", agent_id="quiet", created_at=T0 + timedelta(seconds=i))
+        for i in range(2000)
+    ]
+    busy = [
+        entry(run_id=f"b-{i}", agent_id="busy", created_at=T0 + timedelta(days=7, seconds=i))
+        for i in range(50)
+    ]
+    await index.put_suspended(quiet + busy)
+    await index.page(RunFilter(agent_id="quiet"), limit=21)  # learns where its runs are
+    asked = read_for_counts(index)  # (every find: here, the page's)
+    page = await index.page(RunFilter(agent_id="quiet"), limit=21)
+    assert [e.run_id for e in page] == [f"q-{i:04d}" for i in range(1999, 1978, -1)]
+    assert sum([await index.collection.count_documents(q) for q in asked]) <= 21 * 4, asked
