@@ -214,6 +214,7 @@ class WindowWalk:
         need: int | None,
         density: float | None = None,
         chunk: int = 0,
+        reach: datetime | None = None,
     ) -> None:
         """`need` matches at most, or (None) the whole span, `chunk` matches a window."""
         self.span = span
@@ -223,6 +224,10 @@ class WindowWalk:
         self.chunk = chunk
         self.got = 0
         self.width = _FIRST_WIDTH if not density else self._width_for(self.wanted, density)
+        if reach is not None and reach < self.top:
+            # Down to where the last walk of this shape found what it needed (a density
+            # averaged across a gap in time would make this window hold everything).
+            self.width = self.top - reach + _MILLISECOND
         self.done = span.empty or (need is not None and need <= 0)
         self._edge: datetime | None = None
 

@@ -71,10 +71,11 @@ class RunIndex:
         self.retention = retention
         self._densities: dict[tuple[Any, ...], float] = {}
         self._counts = RunCounts(self.collection, self._densities)
-        self._newest: OrderedDict[str, datetime] = OrderedDict()
-        """The newest `createdAt` a first page of each shape found: its walk starts there
-        (its first window is open above), not at the newest of every shape, so a quiet
-        agent's page does not walk the time since its last run."""
+        self._reached: OrderedDict[str, tuple[datetime, datetime]] = OrderedDict()
+        """The newest and oldest `createdAt` the last first page of each shape found: the
+        next one's first window spans them (open above, so nothing newer is missed), not
+        the time since the newest run of every shape, nor a width from a density averaged
+        across a gap in time."""
         self._looked_at: datetime | None = None
         self._deletions_due = False
         self.created = False
@@ -145,12 +146,14 @@ class RunIndex:
                 ties = {**shape, "createdAt": after.created_at, "runId": {"$gt": after.run_id}}
                 entries += await self._find(ties, need)
             span = span.below(after.created_at)
+        newest, reach = self._reached.get(repr(shape)) or (None, None)
         walk = WindowWalk(
             span,
-            top=self._newest.get(repr(shape)) or at.newest or now,
+            top=newest or at.newest or now,
             floor=at.oldest,
             need=need - len(entries),
             density=self._densities.get(shape_key(shape)),
+            reach=reach if after is None else None,
         )
         while not walk.done:
             window = walk.window().to_query()
@@ -170,10 +173,10 @@ class RunIndex:
             self._densities[shape_key(shape)] = density
         if first_page:
             key = repr(shape)
-            self._newest[key] = entries[0].created_at
-            self._newest.move_to_end(key)
-            while len(self._newest) > _SHAPES_KEPT:
-                self._newest.popitem(last=False)
+            self._reached[key] = (entries[0].created_at, entries[-1].created_at)
+            self._reached.move_to_end(key)
+            while len(self._reached) > _SHAPES_KEPT:
+                self._reached.popitem(last=False)
 
     async def _find(self, query: Document, limit: int) -> list[RunEntry]:
         cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, limit=limit)

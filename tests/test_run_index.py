@@ -267,3 +267,19 @@ async def test_a_quiet_agents_page_does_not_walk_the_time_since_its_last_run(
     page = await index.page(RunFilter(agent_id="quiet"), limit=21)
     assert [e.run_id for e in page] == [f"q-{i:04d}" for i in range(1999, 1978, -1)]
     assert sum([await index.collection.count_documents(q) for q in asked]) <= 21 * 4, asked
+
+
+async def test_a_page_that_spans_a_gap_in_time_reads_about_a_page_the_next_time(
+    index: RunIndex,
+) -> None:
+    """5 runs today and 2,000 a week before: a page of 21 holds both sides of the gap,
+    and the next page starts where the last one reached, not at a density averaged
+    across the week (which made its first window hold all 2,005)."""
+    old = [entry(run_id=f"o-{i:04d}", created_at=T0 + timedelta(seconds=i)) for i in range(2000)]
+    new = [entry(run_id=f"n-{i}", created_at=T0 + timedelta(days=7, seconds=i)) for i in range(5)]
+    await index.put_suspended(old + new)
+    await index.page(RunFilter(), limit=21)
+    asked = read_for_counts(index)  # (every find: here, the page's)
+    page = await index.page(RunFilter(), limit=21)
+    assert [e.run_id for e in page][:6] == ["n-4", "n-3", "n-2", "n-1", "n-0", "o-1999"]
+    assert sum([await index.collection.count_documents(q) for q in asked]) <= 21 * 4, asked
