@@ -85,6 +85,7 @@ class RunIndex:
         """When the version was last read (monotonic seconds), and what it was."""
         self._writes = 0
         self._agents_noted: set[tuple[str, str]] = set()
+        self._recount_owed = False
 
     async def ensure_indexes(self) -> None:
         names = await self.collection.database.list_collection_names(
@@ -219,12 +220,15 @@ class RunIndex:
     async def _changed(self, *, recount: bool = False) -> None:
         """A write changed the index: a new version, after the write (a reader that sees
         the new version sees the write); `recount`: entries were written without a stamp
-        (or deleted), so counts start afresh."""
+        (or deleted), so counts start afresh. A recount that could not be marked (the
+        database failed) is owed, and marked with the next change."""
         self._writes += 1
         self._read = None
+        self._recount_owed = recount = recount or self._recount_owed
         new = {"token": ObjectId(), **({"epoch": ObjectId()} if recount else {})}
         update = {"$set": new, "$inc": {"changes": 1}, "$currentDate": {"at": True}}
         await self.state.update_one({"_id": _STATE_ID}, update, upsert=True)
+        self._recount_owed = False
         self._writes += 1
         self._read = None
 

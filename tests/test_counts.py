@@ -8,6 +8,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from pymongo.errors import AutoReconnect
 
 from suspended_runs.storage import (
     RUNS_COLLECTION,
@@ -134,3 +135,23 @@ async def test_a_window_across_a_gap_in_time_is_counted_in_pieces(
         assert await first.count(RunFilter(), now=T0) == left
         read.append(await matched(first, asked))
     assert max(read) <= 30, read  # a piece, not the window of 300 across the gap
+
+
+async def test_a_recount_that_could_not_be_marked_is_marked_with_the_next_change(
+    indexes,
+) -> None:
+    """An insert whose mark failed with the database leaves entries without a stamp: the
+    next change this process makes gives counts a new epoch, so they start afresh."""
+    first, _ = indexes
+    before = (await first.version()).epoch
+    real = first.state.update_one
+
+    async def failing(*args: object, **kwargs: object) -> object:
+        raise AutoReconnect("the database went away")
+
+    first.state.update_one = failing
+    with pytest.raises(AutoReconnect):
+        await first._changed(recount=True)
+    first.state.update_one = real
+    await first._changed()
+    assert (await first.version()).epoch not in (None, before)
