@@ -20,13 +20,12 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.queries import Span, WindowWalk, shape_key
+from suspended_runs.storage.queries import Span, WindowWalk, remember, shape_key
 from suspended_runs.storage.types import Document, RunStatus
 
 STAMP: Document = {"$currentDate": {"changedAt": True}}
 """The part of an update that stamps an entry as changed, at the database's clock."""
 
-_KEPT = 1024
 _CHUNK = 1000
 """Matches a count asks for at a time, so other requests are served between its parts."""
 _CLOCK_SLACK = timedelta(seconds=5)
@@ -82,12 +81,10 @@ class RunCounts:
         windows = await self._recounted(shape, kept, version) if kept else None
         if windows is None:
             windows = await self._walked(shape, span, version, now)
+        counted = _Counted(version, windows)
         if "claim.expiresAt" not in shape:  # RUNNING against STALLED moves with the clock
-            self._kept[key] = _Counted(version, windows)
-            self._kept.move_to_end(key)
-            while len(self._kept) > _KEPT:
-                self._kept.popitem(last=False)
-        return sum(matches for _, matches in windows)
+            remember(self._kept, key, counted)
+        return counted.total
 
     async def _walked(
         self, shape: Document, span: Span, version: IndexVersion, now: datetime

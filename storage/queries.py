@@ -11,8 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from suspended_runs.storage.errors import InvalidCursor
 from suspended_runs.storage.types import Document, RunStatus
@@ -123,6 +125,20 @@ def _spelled_out(query: Document) -> list[Document]:
 def shape_key(shape: Document) -> tuple[object, ...]:
     """What makes shapes alike in density: the state and which fields are matched."""
     return (shape.get("status"), *sorted(shape))
+
+
+_V = TypeVar("_V")
+SHAPES_REMEMBERED = 1024
+"""Shapes a process remembers a walk of (its count, where its last page reached)."""
+
+
+def remember(memory: OrderedDict[str, _V], key: str, value: _V) -> None:
+    """Keep `value` as the most recent of `memory`, forgetting the least recent beyond
+    `SHAPES_REMEMBERED`."""
+    memory[key] = value
+    memory.move_to_end(key)
+    while len(memory) > SHAPES_REMEMBERED:
+        memory.popitem(last=False)
 
 
 @dataclass(frozen=True, slots=True)

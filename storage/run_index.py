@@ -38,6 +38,7 @@ from suspended_runs.storage.queries import (
     RunFilter,
     Span,
     WindowWalk,
+    remember,
     shape_key,
 )
 from suspended_runs.storage.types import FINISHED, SYNC_STATE_COLLECTION, Document, RunStatus
@@ -55,7 +56,6 @@ _STATE_ID = "run-index"
 _AGENTS_ID = "run-index-agents"
 """The document in `suspended_runs_sync` that lists every (agent, runtime) ever indexed."""
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SHAPES_KEPT = 1024
 _MARK_AFTER_FAILURE_SECONDS = 2.0
 
 
@@ -173,21 +173,23 @@ class RunIndex:
         if density := walk.learned(entries[-1].created_at, entries[0].created_at):
             self._densities[shape_key(shape)] = density
         if first_page:
-            key = repr(shape)
-            self._reached[key] = (entries[0].created_at, entries[-1].created_at)
-            self._reached.move_to_end(key)
-            while len(self._reached) > _SHAPES_KEPT:
-                self._reached.popitem(last=False)
+            remember(self._reached, repr(shape), (entries[0].created_at, entries[-1].created_at))
 
     async def _find(self, query: Document, limit: int) -> list[RunEntry]:
         cursor = self.collection.find(query, _LIST_PROJECTION, sort=SORT, limit=limit)
         return [entry async for doc in cursor if (entry := _read_entry(doc)) is not None]
 
-    async def count(self, run_filter: RunFilter, now: datetime | None = None) -> int:
-        """How many runs `run_filter` selects, exact. Kept per filter until the index changes
-        (any write, in any process, gives it a new version); counted in windows otherwise."""
+    async def count(
+        self,
+        run_filter: RunFilter,
+        now: datetime | None = None,
+        *,
+        version: IndexVersion | None = None,
+    ) -> int:
+        """How many runs `run_filter` selects, exact as of `version` (read now if None):
+        kept per filter, and brought up to date from what changed (storage/counts.py)."""
         now = now or datetime.now(UTC)
-        version = await self.version()
+        version = version or await self.version()
         span = run_filter.span()
         total = 0
         for shape in run_filter.shapes(now):
@@ -357,9 +359,7 @@ class RunIndex:
         try:
             result = await self.collection.bulk_write(ops, ordered=False)
         except BulkWriteError as exc:
-            errors = exc.details.get("writeErrors", [])
-            if any(error.get("code") != _DUPLICATE_KEY for error in errors):
-                raise
+            _lost_to_taken_ids(exc)
             return int(exc.details.get("nModified", 0)) + int(exc.details.get("nUpserted", 0))
         return result.modified_count + result.upserted_count
 
@@ -378,10 +378,7 @@ class RunIndex:
         try:
             result = await self.collection.insert_many(docs, ordered=False)
         except BulkWriteError as exc:
-            errors = exc.details.get("writeErrors", [])
-            if any(error.get("code") != _DUPLICATE_KEY for error in errors):
-                raise
-            taken = [entries[error["index"]] for error in errors]
+            taken = [entries[error["index"]] for error in _lost_to_taken_ids(exc)]
             return int(exc.details.get("nInserted", 0)) + await self.put_suspended(taken)
         return len(result.inserted_ids)
 
@@ -538,11 +535,12 @@ class RunIndex:
         agent scope allows; with a resource scope, only agents with a run (in any state)
         in those resources. Counted as `count` counts: kept, and brought up to date."""
         counts: dict[tuple[str, str], int] = {}
+        version = await self.version()  # one read for every agent's count
         for agent_id, runtime in await self.agents():
             if within.agent_ids is not None and agent_id not in within.agent_ids:
                 continue
             mine = replace(within, agent_id=agent_id, statuses=frozenset({RunStatus.SUSPENDED}))
-            suspended = await self.count(mine)
+            suspended = await self.count(mine, version=version)
             if suspended or within.resource_ids is None or await self._any(mine):
                 counts[(agent_id, runtime)] = suspended
         return counts
@@ -568,6 +566,16 @@ class RunIndex:
 
 
 _Result = TypeVar("_Result")
+
+
+def _lost_to_taken_ids(exc: BulkWriteError) -> list[Document]:
+    """The errors of a bulk write whose every error is an insert (or an upsert's insert)
+    that met the unique runId, the entry being someone else's; `exc` raised again if any
+    other error came."""
+    errors: list[Document] = exc.details.get("writeErrors", [])
+    if any(error.get("code") != _DUPLICATE_KEY for error in errors):
+        raise exc
+    return errors
 
 
 def _only_lost_inserts(exc: BulkWriteError) -> bool:
