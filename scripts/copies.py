@@ -60,8 +60,22 @@ def copies(count: int, agents: int, start: datetime) -> Iterator[list[Document]]
         )
 
 
+MASTRA_INDEXES: list[tuple[list[tuple[str, int]], bool]] = [
+    ([("workflow_name", 1), ("run_id", 1)], True),
+    ([("run_id", 1)], False),
+    ([("workflow_name", 1)], False),
+    ([("resourceId", 1)], False),
+    ([("createdAt", -1)], False),
+    ([("snapshot.status", 1)], False),
+]
+"""The indexes (keys, unique) @mastra/mongodb 1.19 makes on its snapshot collection at
+`init()`, before its first write (`WorkflowsStorageMongoDB.getDefaultIndexDefinitions`)."""
+
+
 def insert_runs(collection: Collection[Document], runs: Iterable[list[Document]]) -> None:
-    """Insert runs' documents a thousand at a time."""
+    """Insert runs' documents a thousand at a time, into a collection indexed as Mastra's is."""
+    for keys, unique in MASTRA_INDEXES:
+        collection.create_index(keys, unique=unique)
     batch: list[Document] = []
     for docs in runs:
         batch += docs
