@@ -255,6 +255,19 @@ def extraction_projection(prefix: str = "") -> Document:
     return fields
 
 
+SMALL_SNAPSHOT_BYTES = 64 * 1024
+"""Up to this size a snapshot document is read whole: reducing it costs the embedded server
+more than sending it (at 15 kB, 0.37 ms a document against 0.27 ms, measured at 100,000)."""
+
+
+def reading_stage(limit: int = SMALL_SNAPSHOT_BYTES) -> Document:
+    """A stage that passes a snapshot document of at most `limit` bytes as it is, and a larger
+    one as `extraction_projection` reduces it: either way what `extract_entry` reads, and at
+    most about `limit` bytes of it (so a batch of them stays small)."""
+    small = {"$lte": [{"$bsonSize": "$$ROOT"}, limit]}
+    return {"$replaceRoot": {"newRoot": {"$cond": [small, "$$ROOT", extraction_projection()]}}}
+
+
 def _is_object(expression: str) -> Document:
     return {"$eq": [{"$type": expression}, "object"]}
 

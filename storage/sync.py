@@ -6,9 +6,9 @@ at the first start and on demand; then a change stream on the snapshot
 collection, resumed from a stored token, where the server offers one; else an
 incremental reconcile on a short interval. A restart whose token resumes reads nothing
 again; one whose token does not catches up from the stored high-water mark of
-`updatedAt`. Every path ends in `extract_entry`, on only the fields it reads
-(`extraction_projection`), so what the follower writes is exactly what a rebuild from the
-snapshots would write, and a snapshot's size hardly matters.
+`updatedAt`. Every path ends in `extract_entry`, on a snapshot that is small or reduced
+to the fields it reads (`extraction_projection`), so what the follower writes is exactly
+what a rebuild from the snapshots would write, and a snapshot's size hardly matters.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 from suspended_runs.storage.entries import RunEntry
 from suspended_runs.storage.run_index import RunIndex
 from suspended_runs.storage.settlement import Settlement, extract_or_log
-from suspended_runs.storage.snapshots import extraction_projection
+from suspended_runs.storage.snapshots import extraction_projection, reading_stage
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
@@ -214,14 +214,27 @@ class SnapshotSync:
         to its application here."""
 
     async def ensure_indexes(self) -> None:
-        # Indexes are the only writes to Mastra's documents: polling reads by updatedAt,
-        # lookups of one run by (workflow_name, run_id) (Mastra's own may exist already).
-        for keys in ([("updatedAt", 1)], [("workflow_name", 1), ("run_id", 1)]):
-            try:
-                await self.snapshots.create_index(keys)
-            except OperationFailure as exc:
-                if exc.code not in _INDEX_EXISTS_OTHERWISE:
-                    raise
+        # Indexes are the only writes to Mastra's documents: reconciles and lookups of one
+        # run read by (workflow_name, run_id); Mastra makes its own at init (unique).
+        await self._ensure_snapshot_index([("workflow_name", 1), ("run_id", 1)])
+
+    async def _ensure_updated_at_index(self) -> None:
+        """The index that reads by `updatedAt` (polls, a catch-up) need, made when first
+        needed: a change stream needs none, and building one holds the embedded server for
+        as long as decoding every snapshot takes (about 30 s at 100,000 runs, before a
+        first start could end). Mastra's own (`updatedAt: -1`, made where retention is
+        set) serves too."""
+        indexes = await self.snapshots.index_information()
+        if not any(spec["key"][0][0] == "updatedAt" for spec in indexes.values()):
+            log.info("building the snapshots' updatedAt index")
+            await self._ensure_snapshot_index([("updatedAt", 1)])
+
+    async def _ensure_snapshot_index(self, keys: list[tuple[str, int]]) -> None:
+        try:
+            await self.snapshots.create_index(keys)
+        except OperationFailure as exc:
+            if exc.code not in _INDEX_EXISTS_OTHERWISE:
+                raise
 
     async def reconcile(self) -> ReconcileReport:
         """Rebuild every entry from the snapshots: new, changed and vanished suspended runs.
@@ -250,6 +263,7 @@ class SnapshotSync:
             if status == RunStatus.SUSPENDED.value and run_id not in seen
         ]
         report.ended = await self.index.end_runs(gone, self.clock())
+        await self.index.ensure_read_indexes()
         log.info("reconciled run index", extra=asdict(report))
         return report
 
@@ -300,8 +314,31 @@ class SnapshotSync:
         counted: bool,
     ) -> None:
         """Write the suspended runs of `docs`, a batch at a time: inserted where the index
-        holds no entry, else put over it as the follower does. `counted`: each document is
-        one looked at (in the light pass, it was counted there)."""
+        holds no entry, else put over it as the follower does. A batch is written while
+        the next is read and extracted (one write at a time), so the database and this
+        process work at once."""
+        writing: asyncio.Task[int] | None = None
+        try:
+            async for batch in self._batches(docs, seen, report, counted=counted):
+                report.written += await writing if writing else 0
+                writing = asyncio.create_task(self._write_batch(batch, known))
+            report.written += await writing if writing else 0
+            writing = None
+        finally:
+            if writing is not None:
+                await _stopped(writing)
+
+    async def _batches(
+        self,
+        docs: AsyncIterator[Document],
+        seen: set[str],
+        report: ReconcileReport,
+        *,
+        counted: bool,
+    ) -> AsyncIterator[list[RunEntry]]:
+        """The entries of `docs`' suspended runs, `_BATCH` at a time (the last may be
+        empty). `counted`: each document is one looked at (in the light pass, it was
+        counted there)."""
         batch: list[RunEntry] = []
         async for doc in docs:
             if counted:
@@ -314,9 +351,9 @@ class SnapshotSync:
             seen.add(entry.run_id)
             batch.append(entry)
             if len(batch) >= _BATCH:
-                report.written += await self._write_batch(batch, known)
+                yield batch
                 batch = []
-        report.written += await self._write_batch(batch, known)
+        yield batch
 
     async def _write_batch(self, batch: list[RunEntry], known: dict[str, tuple[str, Any]]) -> int:
         new = [e for e in batch if e.run_id not in known]
@@ -340,7 +377,7 @@ class SnapshotSync:
         """The documents `queries` select, one query after the other, with only what
         extraction reads; `candidates`: only those that may be suspended runs."""
         for query in queries:
-            pipeline = [{"$match": query}, {"$project": extraction_projection()}]
+            pipeline = [{"$match": query}, reading_stage()]
             async for doc in await self.snapshots.aggregate(pipeline, batchSize=100):
                 if not candidates or _candidate(doc):
                     yield doc
@@ -358,6 +395,7 @@ class SnapshotSync:
         the snapshots changed since `since` (the high-water mark of `updatedAt` applied, less
         the writers' clock skew) and end the runs whose snapshot is gone. O(changes), plus
         the ids of the suspended entries."""
+        await self._ensure_updated_at_index()
         report = ReconcileReport()
         self.progress = Progress()
         # `updatedAt` first: the embedded server serves the first clause an index can.
@@ -467,6 +505,7 @@ class SnapshotSync:
         if mode is SyncMode.CHANGE_STREAM:
             await self._follow_change_stream()
         else:
+            await self._ensure_updated_at_index()
             if self.following is None:
                 await self._catch_up()
                 # At once: a restart a moment later starts from here, not from scratch.
@@ -483,6 +522,8 @@ class SnapshotSync:
     async def _sweep_forever(self) -> None:
         while True:
             await asyncio.sleep(_SWEEP_INTERVAL)
+            if not self.index.read_indexed:
+                continue  # a first start: nothing is in doubt yet, and each look would scan
             try:
                 await self.settlement.settle_claimed()
                 # Leases that ran out and entries the TTL index deletes change lists too.
@@ -728,7 +769,7 @@ def _chunks(documents: int | None) -> list[Document]:
     return [{"workflow_name": name, "run_id": r} for name in RUN_WORKFLOWS for r in ranges]
 
 
-async def _stopped(task: asyncio.Task[None]) -> None:
+async def _stopped(task: asyncio.Task[Any]) -> None:
     """Cancel `task` and wait for it to end, cancelling again while it does not (a driver
     call may finish what it was doing first), for `_STOP_SECONDS` at most."""
     for _ in range(int(_STOP_SECONDS)):

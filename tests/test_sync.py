@@ -295,6 +295,7 @@ async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     await snapshots.insert_many([suspended_doc(f"run-{i}") for i in range(4)])
     async with running_app(streamed) as client:
         await eventually(lambda: listed(make_gql(client), "run-3"), within=2)
+    assert await _by_updated_at(snapshots) == []  # a change stream needed none
     state = db[SYNC_STATE_COLLECTION]
     saved = await state.find_one({"_id": "snapshot-change-stream"})
     assert saved is not None
@@ -311,9 +312,31 @@ async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     reconciles, catch_ups = _counting(monkeypatch, "reconcile"), _counting(monkeypatch, "catch_up")
     gql = make_gql(await start_app(streamed))
     assert (len(reconciles), len(catch_ups)) == (0, 1)
+    assert await _by_updated_at(snapshots) == ["updatedAt_1"]  # made for the catch-up
     assert await listed(gql, "new") and await listed(gql, "run-1")
     assert await status_of(gql, "run-0") == "ENDED"  # its snapshot went
     assert await status_of(gql, "run-2") == "ENDED"  # its snapshot left the suspended state
+
+
+async def _by_updated_at(snapshots: Any) -> list[str]:
+    """The snapshot indexes led by `updatedAt`, by name."""
+    indexes = await snapshots.index_information()
+    return sorted(name for name, spec in indexes.items() if spec["key"][0][0] == "updatedAt")
+
+
+async def test_polling_reads_by_an_updated_at_index_and_makes_none_beside_mastras(
+    snapshots, settings: Settings
+) -> None:
+    polled = settings.model_copy(update={"sync_mode": "poll"})
+    await snapshots.insert_one(suspended_doc("run-0"))
+    async with running_app(polled) as client:
+        await eventually(lambda: listed(make_gql(client), "run-0"), within=2)
+    assert await _by_updated_at(snapshots) == ["updatedAt_1"]
+    await snapshots.drop_indexes()
+    await snapshots.create_index([("updatedAt", -1)])  # what Mastra makes where retention is set
+    async with running_app(polled) as client:
+        await eventually(lambda: listed(make_gql(client), "run-0"), within=2)
+    assert await _by_updated_at(snapshots) == ["updatedAt_-1"]
 
 
 async def test_a_restart_just_after_a_first_start_in_poll_mode_reads_only_changes(
@@ -365,9 +388,10 @@ async def test_a_first_start_reports_its_progress_in_readyz(
 async def test_the_follower_reads_only_what_extraction_needs(db, snapshots) -> None:
     """Projected documents (a 1 MB snapshot travels as a few hundred bytes) give the very
     entries whole ones give: every fixture, as an object and as a JSON string."""
-    from bson import json_util
+    from bson import BSON, json_util
 
     from suspended_runs.storage import RunIndex, SnapshotSync, extract_entry
+    from suspended_runs.storage.snapshots import SMALL_SNAPSHOT_BYTES
 
     docs = load_snapshots() + load_snapshots("durable_snapshots.extjson")
     strings = [
@@ -389,6 +413,9 @@ async def test_the_follower_reads_only_what_extraction_needs(db, snapshots) -> N
         entry = extract_entry(doc)
         assert entry is None or extract_entry(projected[key]) == entry, doc["run_id"]
     assert len(json_util.dumps(projected[bloated["_id"]])) < 5_000 < len(json_util.dumps(bloated))
+    small = [key for key, doc in whole.items() if len(BSON.encode(doc)) <= SMALL_SNAPSHOT_BYTES]
+    assert len(small) == len(whole) - 1  # read as they are: cheaper than reducing them
+    assert all(projected[key] == whole[key] for key in small if key in projected)
 
 
 async def test_a_large_collection_is_read_in_chunks_that_miss_no_run(
@@ -414,3 +441,31 @@ async def test_a_large_collection_is_read_in_chunks_that_miss_no_run(
     assert {run_id for run_id in ids if run_id} | {"as-string"} <= listed_ids
     assert "settled" not in listed_ids
     assert body["data"]["suspendedRuns"]["total"] == len(ids) - 1 + 1 + 6
+
+
+async def test_a_new_index_is_filled_first_and_given_its_read_indexes_after(db, snapshots) -> None:
+    """Inserts into a new index pay only `_id` and `runId` (the embedded server pays every
+    index on each insert); the first reconcile makes the rest once it has filled it."""
+    from suspended_runs.storage import RunIndex, SnapshotSync
+
+    await snapshots.insert_many(load_snapshots())
+    index = RunIndex(db["index"], timedelta(days=1))
+    sync = SnapshotSync(snapshots, index, db["state"])
+    await index.ensure_indexes()
+    assert sorted(await db["index"].index_information()) == ["_id_", "runId_1"]
+    written: list[list[str]] = []
+    put_new = index.put_new
+
+    async def put_new_seeing_indexes(entries: Any) -> int:
+        written.append(sorted(await db["index"].index_information()))
+        return await put_new(entries)
+
+    index.put_new = put_new_seeing_indexes  # type: ignore[method-assign]
+    report = await sync.reconcile()
+    assert report.written == 6 and written and all(w == ["_id_", "runId_1"] for w in written)
+    made = await db["index"].index_information()
+    assert len(made) == 11 and made["expiresAt_1"]["expireAfterSeconds"] == 0
+    restarted = RunIndex(db["index"], timedelta(days=1))
+    await db["index"].drop_index("expiresAt_1")
+    await restarted.ensure_indexes()  # an index with entries gets them all before reading
+    assert await db["index"].index_information() == made
