@@ -33,6 +33,8 @@ from suspended_runs.storage import (
     RunStatus,
 )
 
+_CANCEL_ATTEMPTS = 3
+
 
 async def release_run(context: Context, run_id: str, reason: str | None) -> ReleaseOutcome:
     entry = await _run_for(context, run_id, reason, Role.ADMIN, "releasing a run")
@@ -55,24 +57,38 @@ async def release_run(context: Context, run_id: str, reason: str | None) -> Rele
 
 
 async def cancel_run(context: Context, run_id: str, reason: str | None) -> CancelOutcome:
-    entry = await _run_for(context, run_id, reason, Role.APPROVER, "cancelling a run")
-    if not isinstance(entry, RunEntry):
-        return entry
-    claims = context.runtimes.claims
-    status = entry.status_at(claims.clock())
-    if status not in (RunStatus.SUSPENDED, RunStatus.STALLED):
-        return WrongRunStatus(
-            run_id,
-            status,
-            f"run {run_id} is {status.value}: only a SUSPENDED or STALLED run can be cancelled",
-        )
-    claim = claims.new_claim(claims.clock())
-    if not await context.storage.runs.take_over(entry, claim):
-        return WrongRunStatus(run_id, status, f"run {run_id} changed meanwhile: look again")
-    claimed = replace(entry, status=RunStatus.RUNNING, claim=claim, version=entry.version + 1)
+    taken = await _take_to_cancel(context, run_id, reason)
+    if not isinstance(taken, tuple):
+        return taken
+    entry, claimed = taken
     outcome = await _cancel(context, entry, claimed, reason or "cancelled by an operator")
     await _audit(context, "cancel", run_id, reason, kind(outcome))
     return outcome
+
+
+async def _take_to_cancel(
+    context: Context, run_id: str, reason: str | None
+) -> tuple[RunEntry, RunEntry] | CancelOutcome:
+    """The run as seen and as claimed for its cancellation. A cancellation means the run as
+    it is now, whatever its pending calls: an entry that moved on meanwhile while still
+    cancellable (Mastra writes a snapshot twice as it suspends) is read and taken again."""
+    claims = context.runtimes.claims
+    for _ in range(_CANCEL_ATTEMPTS):
+        entry = await _run_for(context, run_id, reason, Role.APPROVER, "cancelling a run")
+        if not isinstance(entry, RunEntry):
+            return entry
+        status = entry.status_at(claims.clock())
+        if status not in (RunStatus.SUSPENDED, RunStatus.STALLED):
+            return WrongRunStatus(
+                run_id,
+                status,
+                f"run {run_id} is {status.value}: only a SUSPENDED or STALLED run can be cancelled",
+            )
+        claim = claims.new_claim(claims.clock())
+        if await context.storage.runs.take_over(entry, claim):
+            version = entry.version + 1
+            return entry, replace(entry, status=RunStatus.RUNNING, claim=claim, version=version)
+    return WrongRunStatus(run_id, status, f"run {run_id} keeps changing: look again")
 
 
 async def _cancel(
