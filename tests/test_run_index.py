@@ -146,6 +146,39 @@ async def test_a_page_asks_the_database_for_about_a_page_of_matches(index: RunIn
         assert len(asked) <= 2, asked  # once learned, one window (two at worst)
 
 
+async def test_an_offset_page_reads_the_runs_it_skips_as_their_sort_keys(
+    index: RunIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Page 6 of 20 passes 100 runs: they are read as `(createdAt, runId)`, and only the
+    page's 20 entries whole; ties at the cut still come in `runId` order."""
+    runs = [
+        entry(
+            run_id=f"r-{i:04d}",
+            agent_id=f"agent-{i % 2}",
+            created_at=T0 + timedelta(seconds=i // 3),
+        )
+        for i in range(400)
+    ]
+    await index.put_suspended(runs)
+    read_whole: list[str] = []
+    real = RunEntry.from_document
+
+    def reading(doc: dict[str, object]) -> RunEntry:
+        read_whole.append(str(doc["runId"]))
+        return real(doc)
+
+    monkeypatch.setattr(RunEntry, "from_document", reading)
+    newest_first = sorted(runs, key=lambda e: (-e.created_at.timestamp(), e.run_id))
+    for run_filter in (RunFilter(), RunFilter(agent_id="agent-1")):
+        expected = [e.run_id for e in newest_first if run_filter.agent_id in (None, e.agent_id)]
+        for skip in (1, 100, 101, 190):
+            read_whole.clear()
+            page = await index.page(run_filter, limit=20, skip=skip)
+            assert [e.run_id for e in page] == expected[skip : skip + 20]
+            assert read_whole == expected[skip : skip + 20]
+    assert await index.page(RunFilter(), limit=20, skip=400) == []
+
+
 async def test_totals_are_kept_until_the_index_changes_in_any_process(index: RunIndex, db) -> None:
     """A total is counted once per version of the index; every write, through this process
     or another on the same database, makes a new version, so totals stay exact."""
