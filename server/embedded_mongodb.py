@@ -35,6 +35,12 @@ _START_TIMEOUT = 60.0
 _STOP_TIMEOUT = 15.0
 _LOCKED = "already being managed by another process"
 """What WiredTiger says when another process holds the data folder's lock."""
+_OPLOG_ENTRIES = 1_000_000
+"""The oplog's cap (SecantusDB's default: 100,000). Entries still leave it after an hour
+(its retention); the cap only bounds a burst. At the default, a first start at 100,000
+runs wrote more than the cap holds, so each entry it wrote pruned one of the last hour's
+(read whole to be pruned: a 15 kB snapshot each), a third of that first start, and a
+resume token kept before such a burst was gone after it."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -175,6 +181,7 @@ class EmbeddedMongoDB:
         log_path = self.data_dir / "embedded-mongodb.log"
         command = [*_server_command(), "--host", self.host, "--port", str(self.port)]
         command += ["--storage-path", str(self.data_dir / "db"), "--log-level", "WARNING"]
+        command += ["--oplog-max-entries", str(_OPLOG_ENTRIES)]
         with log_path.open("ab") as log_file:
             logged = log_file.tell()
             self.process = subprocess.Popen(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from unittest.mock import ANY
 
 from pymongo import MongoClient
 
@@ -38,3 +39,21 @@ def test_a_start_kills_no_process_that_a_stale_state_file_names(tmp_path: Path) 
         written = json.loads((tmp_path / "embedded-mongodb.json").read_text())
         assert (written["pid"], written["owner"]) == (server.process.pid, os.getpid())
     assert not (tmp_path / "embedded-mongodb.json").exists()
+
+
+def test_a_change_stream_resumes_after_a_burst_beyond_secantusdbs_default_oplog_cap(
+    tmp_path: Path,
+) -> None:
+    """A first start at 100,000 runs writes more than SecantusDB's default cap of 100,000
+    oplog entries: the launcher's cap keeps a token taken before such a burst resumable
+    (and the burst from pruning the last hour's entries one by one as it goes)."""
+    with EmbeddedMongoDB(tmp_path) as server, MongoClient[dict[str, object]](server.uri) as client:
+        docs = client.burst.docs
+        with docs.watch() as stream:
+            stream.try_next()
+            token = stream.resume_token
+        for thousand in range(101):
+            docs.insert_many([{"n": thousand * 1000 + i} for i in range(1000)])
+        with docs.watch(resume_after=token) as resumed:
+            change = resumed.try_next()
+        assert change is not None and change["fullDocument"] == {"_id": ANY, "n": 0}
