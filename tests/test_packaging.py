@@ -88,3 +88,12 @@ def test_pypi_schema_is_still_pypi_schema(fresh_venv: Path) -> None:
     out = _run(fresh_venv / "bin" / "python", "-c", code)
     assert str(fresh_venv) in out
     assert sys.prefix not in out
+
+
+def test_a_regular_install_carries_the_inbox_page(fresh_venv: Path) -> None:
+    """The page's files are package data of `suspended_runs.server`, not a package."""
+    code = "from suspended_runs.server.inbox import STATIC; print(STATIC)"
+    static = Path(_run(fresh_venv / "bin" / "python", "-c", code).strip())
+    assert str(fresh_venv) in str(static)
+    shipped = sorted(path.name for path in static.iterdir())
+    assert shipped == sorted(path.name for path in (ROOT / "server" / "static").iterdir())
