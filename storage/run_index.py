@@ -55,8 +55,12 @@ _STATE_ID = "run-index"
 """The document in `suspended_runs_sync` that changes with every write to the index."""
 _AGENTS_ID = "run-index-agents"
 """The document in `suspended_runs_sync` that lists every (agent, runtime) ever indexed."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MARK_AFTER_FAILURE_SECONDS = 2.0
+_EXPIRY_INTERVAL = timedelta(seconds=60)
+"""Longest a finished entry stays past its retention (as MongoDB's TTL monitor)."""
+_CLOCK_SKEW = timedelta(minutes=5)
+"""How far a run's end (this server's clock) may fall before its start (Mastra's)."""
+_OLD_TTL_INDEX = "expiresAt_1"
 
 
 class RunIndex:
@@ -68,6 +72,7 @@ class RunIndex:
     ) -> None:
         self.state = collection.database[SYNC_STATE_COLLECTION] if state is None else state
         self.collection: AsyncCollection[Document] = _Tracked(collection, self._changed)
+        self._untracked = collection
         self.retention = retention
         self._densities: dict[tuple[Any, ...], float] = {}
         self._counts = RunCounts(self.collection, self._densities)
@@ -77,7 +82,7 @@ class RunIndex:
         the time since the newest run of every shape, nor a width from a density averaged
         across a gap in time."""
         self._looked_at: datetime | None = None
-        self._deletions_due = False
+        self._swept_at: datetime | None = None
         self.created = False
         """The collection was made by `ensure_indexes` (it holds nothing yet, and a resume
         token kept from before describes another index: a full reconcile rebuilds it)."""
@@ -113,8 +118,9 @@ class RunIndex:
         await self.collection.create_index([("changedAt", ASCENDING)], sparse=True)
         for keys in RUN_INDEXES:
             await self.collection.create_index(keys)
-        # Finished entries stay for the retention period, so a poller sees what became of a run.
-        await self.collection.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+        if _OLD_TTL_INDEX in await self.collection.index_information():
+            # Expired entries are deleted by `pass_deadlines` now (made by an older version).
+            await self.collection.drop_index(_OLD_TTL_INDEX)
         self.read_indexed = True
 
     # -- lists: O(page) on the embedded server (docs/design.md, "Lists on the embedded server")
@@ -272,24 +278,41 @@ class RunIndex:
 
     async def pass_deadlines(self, now: datetime, horizon: timedelta) -> bool:
         """A new version where time alone changed what a list shows: a claim's lease ran
-        out since the last look (RUNNING now shows as STALLED), or a finished entry is due
-        for deletion by the TTL index (which may come any moment after its expiry: a new
-        version at every look while one may be, and one after). One process (the follower)
-        calls this at least every `horizon`; whether it made a new version."""
+        out since the last look (RUNNING now shows as STALLED), or finished entries were
+        deleted at the end of the retention period (here, at most `_EXPIRY_INTERVAL`
+        after). One process (the follower) calls this at least every `horizon`; whether
+        it made a new version."""
         since = now - horizon if self._looked_at is None else self._looked_at
         lapsed = await self.collection.find_one(
             {"status": RunStatus.RUNNING.value, "claim.expiresAt": {"$gt": since, "$lte": now}},
             {"_id": 1},
         )
-        # A lower bound: most entries have no expiresAt, and the embedded server scans
-        # those (null sorts first) for a range open below.
-        expiring = {"$gt": _EPOCH, "$lte": now + horizon}
-        due = await self.collection.find_one({"expiresAt": expiring}, {"_id": 1})
-        changed = lapsed is not None or self._deletions_due or self._looked_at is None
-        self._deletions_due, self._looked_at = due is not None, now
+        expired = 0
+        if self._swept_at is None or now - self._swept_at >= _EXPIRY_INTERVAL:
+            expired, self._swept_at = await self._delete_expired(now), now
+        changed = lapsed is not None or expired > 0 or self._looked_at is None
+        self._looked_at = now
         if changed:
             await self._changed()
         return changed
+
+    async def _delete_expired(self, now: datetime) -> int:
+        """Delete the finished entries whose retention ended (`expiresAt`), rather than a
+        TTL index: the embedded server's TTL monitor decodes every entry of the collection
+        each minute while every request waits (about a second at 100,000 entries), and an
+        index of its own would cost every write and a first start. Each finished state is
+        asked by the `(status, createdAt)` index, for entries created a retention period
+        ago (a run ends after it starts, give or take the writers' clock skew): a few
+        queries, not a scan on either server. Untracked: deleting finished entries leaves
+        the counts of suspended runs as they are (those of finished states are counted
+        afresh at every version)."""
+        created_before = now - self.retention + _CLOCK_SKEW
+        deleted = 0
+        for status in FINISHED:
+            query = {"status": status.value, "createdAt": {"$lt": created_before}}
+            result = await self._untracked.delete_many(query | {"expiresAt": {"$lte": now}})
+            deleted += result.deleted_count
+        return deleted
 
     async def _note_created(self, moments: list[datetime]) -> None:
         """Widen the `createdAt` bounds to `moments`: they only make list windows short."""

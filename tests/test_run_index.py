@@ -217,8 +217,9 @@ def _approve() -> Decision:
 
 
 async def test_time_passing_a_deadline_makes_a_new_version(index: RunIndex) -> None:
-    """No write marks a lease running out (RUNNING shows as STALLED) or the TTL index
-    deleting an expired entry: the follower looks for both, and makes a new version."""
+    """No write marks a lease running out (RUNNING shows as STALLED) or the retention of a
+    finished entry ending: the follower looks for both, deletes expired entries, and makes
+    a new version."""
     tick = timedelta(seconds=1)
     await index.put_started(entry(run_id="held"))
     seen = await index.get("held")
@@ -229,15 +230,29 @@ async def test_time_passing_a_deadline_makes_a_new_version(index: RunIndex) -> N
     assert not await index.pass_deadlines(T0 + tick, tick)
     assert await index.pass_deadlines(T0 + 11 * tick, tick)  # the lease ran out
     assert not await index.pass_deadlines(T0 + 12 * tick, tick)
-    await index.put_started(entry(run_id="done"))
+    for run_id in ("done", "kept"):
+        await index.put_started(entry(run_id=run_id))
     await index.end_runs(["done"], T0)  # expires after the retention period
+    await index.end_runs(["kept"], T0 + timedelta(hours=1))
     expiry = T0 + index.retention
-    assert not await index.pass_deadlines(expiry - 2 * tick, tick)
-    assert not await index.pass_deadlines(expiry - tick, tick)  # due within a tick
-    assert await index.pass_deadlines(expiry, tick)  # expired: may be deleted any moment
-    await index.collection.database[RUNS_COLLECTION].delete_one({"runId": "done"})  # the TTL
-    assert await index.pass_deadlines(expiry + tick, tick)  # one more after it went
-    assert not await index.pass_deadlines(expiry + 2 * tick, tick)
+    assert not await index.pass_deadlines(expiry - tick, tick)
+    assert await index.get("done") is not None
+    assert await index.pass_deadlines(expiry + timedelta(minutes=1), tick)  # deleted
+    assert await index.get("done") is None and await index.get("kept") is not None
+    assert not await index.pass_deadlines(expiry + timedelta(minutes=2), tick)
+
+
+async def test_expired_entries_go_without_a_ttl_index_and_an_old_one_is_dropped(
+    db, index: RunIndex
+) -> None:
+    """Indexes made by an older version had a TTL index on `expiresAt` (the embedded
+    server's TTL monitor decodes every entry each minute): it is dropped, and no index
+    leads with `expiresAt`."""
+    collection = db[RUNS_COLLECTION]
+    await collection.create_index([("expiresAt", 1)], expireAfterSeconds=0)
+    await index.ensure_read_indexes()
+    keys = [spec["key"][0][0] for spec in (await collection.index_information()).values()]
+    assert "expiresAt" not in keys
 
 
 async def test_put_new_inserts_and_leaves_a_run_written_meanwhile_to_put_suspended(
