@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import os
 import socket
@@ -32,6 +31,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from suspended_runs.storage.entries import RunEntry
+from suspended_runs.storage.run_id_ranges import RunIdRanges
 from suspended_runs.storage.run_index import RunIndex
 from suspended_runs.storage.settlement import Settlement, extract_or_log
 from suspended_runs.storage.snapshots import extraction_projection, reading_stage
@@ -62,16 +62,6 @@ _PROGRESS_LOG_INTERVAL = 10.0
 _SETTLED = ["running", "success", "failed", "tripwire", "waiting", "pending", "canceled"]
 _SETTLED += ["bailed", "paused", "skipped"]
 """Mastra's workflow states (WorkflowRunStatus of @mastra/core 1.71) other than suspended."""
-_CANDIDATES: Document = {
-    "workflow_name": {"$in": list(RUN_WORKFLOWS)},
-    # Not a settled state, rather than "suspended": a snapshot stored as a JSON string by
-    # older writers (or malformed) has no `snapshot.status`; it is read, parsed or logged.
-    # No top-level $or: the embedded server scans for one.
-    "snapshot.status": {"$nin": _SETTLED},
-}
-"""The snapshot documents that may be suspended runs."""
-_CHUNKED_FROM = 20_000
-"""Documents in the snapshot collection from which a reconcile reads them in chunks."""
 
 
 class SyncMode(StrEnum):
@@ -90,13 +80,13 @@ class ReconcileReport:
 
 @dataclass(slots=True)
 class Progress:
-    """How far a reconcile is: snapshot documents looked at, of how many at most (None:
-    not known yet)."""
+    """How far a reconcile is: snapshot documents looked at, of about how many (None: not
+    known yet)."""
 
     indexed: int = 0
     of: int | None = None
-    """The snapshot collection's size: an upper bound (it also holds documents that are
-    not runs, such as each Mastra run's execution workflow)."""
+    """An estimate, from the share of the run ids read so far (`RunIdRanges`), never below
+    `indexed`; exact once the reconcile has read them all."""
 
 
 def utcnow() -> datetime:
@@ -247,15 +237,14 @@ class SnapshotSync:
         """
         report = ReconcileReport()
         self.progress = Progress()
-        chunks = _chunks(await self._count_candidates())
         known = await self.index.discovered_versions()
         seen: set[str] = set()
         if known:
-            async for stale in self._stale_batches(chunks, known, seen, report):
+            async for stale in self._stale_batches(known, seen, report):
                 docs = self._read_snapshots([{"_id": {"$in": stale}}])
                 await self._index_documents(docs, known, seen, report, counted=False)
         else:
-            docs = self._read_snapshots(chunks, candidates=True)
+            docs = self._candidates(self._read_snapshots)
             await self._index_documents(docs, known, seen, report, counted=True)
         gone = [
             run_id
@@ -267,19 +256,27 @@ class SnapshotSync:
         log.info("reconciled run index", extra=asdict(report))
         return report
 
-    async def _count_candidates(self) -> int | None:
-        """An upper bound of the documents the reconcile looks at: the collection's size
-        (MongoDB keeps it; counting the candidates themselves would read each one on the
-        embedded server, a third of a first start). Mastra keeps two documents per run."""
-        try:
-            self.progress.of = await self.snapshots.estimated_document_count()
-        except OperationFailure as exc:
-            log.debug("could not size the snapshots", extra={"reason": str(exc)})
-        return self.progress.of
+    async def _candidates(
+        self, read: Callable[[list[Document]], AsyncIterator[Document]]
+    ) -> AsyncIterator[Document]:
+        """The documents that may be suspended runs (`_candidate`) of what `read` gives for
+        every run workflow, range of `run_id` after range (`RunIdRanges`); `/readyz`'s
+        `of` estimated from the share read."""
+        ranges = RunIdRanges()
+        while not ranges.done:
+            within = ranges.query()
+            matched = kept = 0
+            for name in RUN_WORKFLOWS:
+                async for doc in read([{"workflow_name": name, **within}]):
+                    matched += 1
+                    if _candidate(doc):
+                        kept += 1
+                        yield doc
+            ranges.saw(matched, kept)
+            self.progress.of = max(ranges.estimate() or 0, self.progress.indexed)
 
     async def _stale_batches(
         self,
-        chunks: list[Document],
         known: dict[str, tuple[str, Any]],
         seen: set[str],
         report: ReconcileReport,
@@ -287,7 +284,7 @@ class SnapshotSync:
         """The light pass: ids of the candidates the index does not hold as they are, a
         batch at a time; runs it does hold go into `seen`."""
         stale: list[Any] = []
-        async for doc in self._look(chunks):
+        async for doc in self._candidates(self._look):
             self._looked_at(report)
             self._raise_high_water(doc)
             run_id = doc.get("run_id")
@@ -363,6 +360,8 @@ class SnapshotSync:
     def _looked_at(self, report: ReconcileReport) -> None:
         report.scanned += 1
         self.progress.indexed = report.scanned
+        if self.progress.of is not None and self.progress.of < report.scanned:
+            self.progress.of = report.scanned  # more than estimated: at least these
         now = asyncio.get_running_loop().time()
         if now - self._progress_logged_at >= _PROGRESS_LOG_INTERVAL:
             self._progress_logged_at = now
@@ -371,24 +370,20 @@ class SnapshotSync:
                 extra={"indexed": self.progress.indexed, "of": self.progress.of},
             )
 
-    async def _read_snapshots(
-        self, queries: list[Document], *, candidates: bool = False
-    ) -> AsyncIterator[Document]:
+    async def _read_snapshots(self, queries: list[Document]) -> AsyncIterator[Document]:
         """The documents `queries` select, one query after the other, with only what
-        extraction reads; `candidates`: only those that may be suspended runs."""
+        extraction reads."""
         for query in queries:
             pipeline = [{"$match": query}, reading_stage()]
             async for doc in await self.snapshots.aggregate(pipeline, batchSize=100):
-                if not candidates or _candidate(doc):
-                    yield doc
+                yield doc
 
     async def _look(self, queries: list[Document]) -> AsyncIterator[Document]:
-        """`_id`, `run_id` and `updatedAt` of the candidates `queries` select."""
+        """`_id`, `run_id`, `updatedAt` and state of the documents `queries` select."""
         looked = {"_id": 1, "run_id": 1, "updatedAt": 1, "snapshot.status": 1}
         for query in queries:
             async for doc in self.snapshots.find(query, looked, batch_size=1000):
-                if _candidate(doc):
-                    yield doc
+                yield doc
 
     async def catch_up(self, since: datetime) -> ReconcileReport:
         """After a change stream that could not resume (or a restart in poll mode): apply
@@ -746,27 +741,11 @@ def _look_of(doc: Document) -> tuple[Any, Any]:
 
 
 def _candidate(doc: Document) -> bool:
-    """What `_CANDIDATES` selects, of a document a chunk read: its snapshot is not in a
-    settled state (or is not an object: a JSON string, or malformed)."""
+    """A document that may be a suspended run: its snapshot is not in a settled state (or
+    is not an object: a JSON string by older writers, or malformed; it is parsed, or
+    logged)."""
     snapshot = doc.get("snapshot")
     return not isinstance(snapshot, dict) or snapshot.get("status") not in _SETTLED
-
-
-def _chunks(documents: int | None) -> list[Document]:
-    """The queries a reconcile reads the candidates by: one, or for a large collection,
-    each run workflow's documents by ranges of `run_id` (a UUID's first two hex digits;
-    the first and last ranges are open, so every id falls in exactly one). The embedded
-    server decodes every match of a query before it answers the first: one query over
-    100,000 snapshots held 10 GB and answered after 70 s. Each range is an equality and
-    one range on the `(workflow_name, run_id)` index, which it serves; the state is
-    checked here (`_candidate`), as a second condition would make it read every match."""
-    if documents is None or documents < _CHUNKED_FROM:
-        return [_CANDIDATES]
-    bounds = [f"{i:02x}" for i in range(256)]
-    ranges: list[Document] = [{"$lt": bounds[0]}]
-    ranges += [{"$gte": low, "$lt": high} for low, high in itertools.pairwise(bounds)]
-    ranges.append({"$gte": bounds[-1]})
-    return [{"workflow_name": name, "run_id": r} for name in RUN_WORKFLOWS for r in ranges]
 
 
 async def _stopped(task: asyncio.Task[Any]) -> None:
