@@ -521,7 +521,7 @@ class SnapshotSync:
                 continue  # a first start: nothing is in doubt yet, and each look would scan
             try:
                 await self.settlement.settle_claimed()
-                # Leases that ran out and entries the TTL index deletes change lists too.
+                # Leases that ran out and expired entries deleted change lists too.
                 await self.index.pass_deadlines(self.clock(), _DEADLINE_HORIZON)
             except Exception as exc:  # the follower's own retry reports a database outage
                 log.debug("settling runs in doubt failed", extra={"errorType": type(exc).__name__})
