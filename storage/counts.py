@@ -168,6 +168,6 @@ def _within(shape: Document, window: Span) -> Document:
 
 def _stamped_state(shape: Document) -> bool:
     """Whether every way into or out of the shape's state is a stamped write. Finished
-    entries also leave by the TTL index's deletions, which leave no trace: their counts
+    entries also leave when their retention ends, deleted without a stamp: their counts
     are kept only until the next change."""
     return bool(shape.get("status") == RunStatus.SUSPENDED.value)
