@@ -289,7 +289,12 @@ class RunIndex:
         )
         expired = 0
         if self._swept_at is None or now - self._swept_at >= _EXPIRY_INTERVAL:
-            expired, self._swept_at = await self._delete_expired(now), now
+            self._swept_at = now
+            try:
+                expired = await self._delete_expired(now)
+            except PyMongoError:
+                await self._changed()  # some may have gone before it failed
+                raise
         changed = lapsed is not None or expired > 0 or self._looked_at is None
         self._looked_at = now
         if changed:

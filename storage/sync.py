@@ -34,6 +34,7 @@ from suspended_runs.storage.entries import RunEntry
 from suspended_runs.storage.run_id_ranges import RunIdRanges
 from suspended_runs.storage.run_index import RunIndex
 from suspended_runs.storage.settlement import Settlement, extract_or_log
+from suspended_runs.storage.snapshot_reader import SnapshotReader
 from suspended_runs.storage.snapshots import extraction_projection, reading_stage
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
@@ -239,12 +240,13 @@ class SnapshotSync:
         self.progress = Progress()
         known = await self.index.discovered_versions()
         seen: set[str] = set()
+        reader = SnapshotReader(self.snapshots)
         if known:
             async for stale in self._stale_batches(known, seen, report):
-                docs = self._read_snapshots([{"_id": {"$in": stale}}])
+                docs = reader.read([{"_id": {"$in": stale}}])
                 await self._index_documents(docs, known, seen, report, counted=False)
         else:
-            docs = self._candidates(self._read_snapshots)
+            docs = self._candidates(reader.read)
             await self._index_documents(docs, known, seen, report, counted=True)
         gone = [
             run_id
