@@ -61,6 +61,7 @@ _EXPIRY_INTERVAL = timedelta(seconds=60)
 _CLOCK_SKEW = timedelta(minutes=5)
 """How far a run's end (this server's clock) may fall before its start (Mastra's)."""
 _OLD_TTL_INDEX = "expiresAt_1"
+_DELETE_BATCH = 1000
 
 
 class RunIndex:
@@ -306,17 +307,23 @@ class RunIndex:
         TTL index: the embedded server's TTL monitor decodes every entry of the collection
         each minute while every request waits (about a second at 100,000 entries), and an
         index of its own would cost every write and a first start. Each finished state is
-        asked by the `(status, createdAt)` index, for entries created a retention period
-        ago (a run ends after it starts, give or take the writers' clock skew): a few
-        queries, not a scan on either server. Untracked: deleting finished entries leaves
-        the counts of suspended runs as they are (those of finished states are counted
-        afresh at every version)."""
+        asked by its `(status, createdAt)` index for the entries created a retention
+        period ago (a run ends after it starts, give or take the writers' clock skew), and
+        those due are deleted by `_id`: the embedded server serves an equality and one
+        range from an index, and reads every match of the equality for a third condition.
+        Untracked: deleting finished entries leaves the counts of suspended runs as they
+        are (those of finished states are counted afresh at every version)."""
         created_before = now - self.retention + _CLOCK_SKEW
         deleted = 0
         for status in FINISHED:
-            query = {"status": status.value, "createdAt": {"$lt": created_before}}
-            result = await self._untracked.delete_many(query | {"expiresAt": {"$lte": now}})
-            deleted += result.deleted_count
+            old = {"status": status.value, "createdAt": {"$lt": created_before}}
+            found = self._untracked.find(old, {"_id": 1, "expiresAt": 1})
+            due = [doc["_id"] async for doc in found if _expired(doc.get("expiresAt"), now)]
+            for i in range(0, len(due), _DELETE_BATCH):
+                # expiresAt again: a run settled again meanwhile keeps its entry.
+                ids = {"_id": {"$in": due[i : i + _DELETE_BATCH]}}
+                result = await self._untracked.delete_many(ids | {"expiresAt": {"$lte": now}})
+                deleted += result.deleted_count
         return deleted
 
     async def _note_created(self, moments: list[datetime]) -> None:
@@ -630,6 +637,10 @@ class RunIndex:
 
 
 _Result = TypeVar("_Result")
+
+
+def _expired(expires_at: Any, now: datetime) -> bool:
+    return isinstance(expires_at, datetime) and expires_at <= now
 
 
 def _lost_to_taken_ids(exc: BulkWriteError) -> list[Document]:
