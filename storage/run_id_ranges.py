@@ -22,7 +22,6 @@ _MATCHES_PER_QUERY = 1_000
 
 class RunIdRanges:
     def __init__(self) -> None:
-        self.matches_per_query = _MATCHES_PER_QUERY
         self.read = 0
         """Prefixes read so far (of `PREFIXES`)."""
         self.matched = 0
@@ -49,13 +48,13 @@ class RunIdRanges:
 
     def saw(self, matched: int, kept: int) -> None:
         """The range `query` gave was read: it matched `matched` documents, `kept` of them
-        looked at. The next range is as wide as `matches_per_query` would fill at the
+        looked at. The next range is as wide as `_MATCHES_PER_QUERY` would fill at the
         density seen so far."""
         self.read = min(self.read + self._width, PREFIXES)
         self.matched += matched
         self.kept += kept
         per_prefix = self.matched / self.read
-        fits = int(self.matches_per_query / per_prefix) if per_prefix else PREFIXES
+        fits = int(_MATCHES_PER_QUERY / per_prefix) if per_prefix else PREFIXES
         self._width = max(1, min(fits, 2 * self._width if matched else PREFIXES))
 
     def estimate(self) -> int | None:

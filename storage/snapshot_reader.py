@@ -28,13 +28,14 @@ _BATCH = 100
 
 
 class SnapshotReader:
-    def __init__(self, snapshots: AsyncCollection[Document]) -> None:
+    def __init__(self, snapshots: AsyncCollection[Document], *, reducing: bool = False) -> None:
         self.snapshots = snapshots
         self._raw: AsyncCollection[RawBSONDocument] = snapshots.with_options(
             codec_options=snapshots.codec_options.with_options(document_class=RawBSONDocument)
         )
-        self.reducing = False
-        """A snapshot over the limit was met: every read since asks each one's size."""
+        self.reducing = reducing
+        """A snapshot over the limit was met (or reads of a few documents, where sizing
+        each costs little): every read asks each one's size."""
 
     async def read(self, queries: list[Document]) -> AsyncIterator[Document]:
         """The documents `queries` select, one query after the other, each whole if it is

@@ -35,7 +35,7 @@ from suspended_runs.storage.run_id_ranges import RunIdRanges
 from suspended_runs.storage.run_index import RunIndex
 from suspended_runs.storage.settlement import Settlement, extract_or_log
 from suspended_runs.storage.snapshot_reader import SnapshotReader
-from suspended_runs.storage.snapshots import extraction_projection, reading_stage
+from suspended_runs.storage.snapshots import extraction_projection
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
@@ -275,7 +275,7 @@ class SnapshotSync:
                         kept += 1
                         yield doc
             ranges.saw(matched, kept)
-            self.progress.of = max(ranges.estimate() or 0, self.progress.indexed)
+            self.progress.of = ranges.estimate()  # kept, scaled up: at least `indexed`
 
     async def _stale_batches(
         self,
@@ -373,12 +373,10 @@ class SnapshotSync:
             )
 
     async def _read_snapshots(self, queries: list[Document]) -> AsyncIterator[Document]:
-        """The documents `queries` select, one query after the other, with only what
-        extraction reads."""
-        for query in queries:
-            pipeline = [{"$match": query}, reading_stage()]
-            async for doc in await self.snapshots.aggregate(pipeline, batchSize=100):
-                yield doc
+        """The few documents `queries` select (a catch-up, a poll), one query after the
+        other, each small one whole and a large one reduced to what extraction reads."""
+        async for doc in SnapshotReader(self.snapshots, reducing=True).read(queries):
+            yield doc
 
     async def _look(self, queries: list[Document]) -> AsyncIterator[Document]:
         """`_id`, `run_id`, `updatedAt` and state of the documents `queries` select."""
