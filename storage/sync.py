@@ -565,24 +565,40 @@ class SnapshotSync:
             return False
 
     async def _follow_change_stream(self) -> None:
-        stream, resumed = await self._open_stream()
-        async with stream:
-            if not resumed or self.index.created:
-                # Opened first, so nothing written meanwhile is missed.
-                await self._catch_up()
-            else:
+        async with contextlib.AsyncExitStack() as streams:
+            stream, resumed = await self._open_stream()
+            streams.push_async_callback(stream.close)
+            if resumed and not self.index.created:
                 # A stream that resumed replays every change since its token: nothing to
                 # read again; ready once what was written while down is applied.
                 await self._follow_changes(stream, until_idle=True)
+            else:
+                await self._catch_up()  # the stream opened first: nothing written is missed
+                stream = await self._past_catch_up(stream, streams)
             await self._save_token(stream.resume_token)
             self._following(SyncMode.CHANGE_STREAM)
             await self._follow_changes(stream, until_idle=False)
 
+    async def _past_catch_up(
+        self, stream: AsyncChangeStream[Document], streams: contextlib.AsyncExitStack
+    ) -> AsyncChangeStream[Document]:
+        """A stream to follow after a catch-up, whose token is past the catch-up's own
+        writes: a restart that resumed from one before them would read every one again in
+        the oplog (the embedded server decodes each: 2.3 to 3.5 s after the 100,000 writes
+        of a first start). One opened now goes on from where `stream` (opened before the
+        catch-up) is read up to, once idle; a stream busy for longer goes on itself."""
+        # The embedded server's token after an index build names the database, not the
+        # collection, and does not resume: a stream opened after them does not give one.
+        fresh = await self._watch()
+        streams.push_async_callback(fresh.close)
+        return fresh if await self._follow_changes(stream, until_idle=True) else stream
+
     async def _follow_changes(
         self, stream: AsyncChangeStream[Document], *, until_idle: bool
-    ) -> None:
+    ) -> bool:
         """Apply the stream's changes, saving its token; `until_idle`: only those waiting
-        (for at most `_REPLAY_SECONDS`: a busy stream is followed as it goes)."""
+        (for at most `_REPLAY_SECONDS`: a busy stream is followed as it goes). Whether it
+        read them all (the stream was idle)."""
         deadline = asyncio.get_running_loop().time() + _REPLAY_SECONDS
         while stream.alive:
             change = await stream.try_next()
@@ -591,27 +607,28 @@ class SnapshotSync:
             if change is not None or self._token_due():
                 await self._save_token(stream.resume_token)
             if until_idle and (change is None or asyncio.get_running_loop().time() > deadline):
-                return
+                return change is None
+        return False
 
     async def _open_stream(self) -> tuple[AsyncChangeStream[Document], bool]:
-        """A stream on the snapshots, and whether it resumed from the stored token. Each
-        change's document comes with only what extraction reads."""
+        """A stream on the snapshots, and whether it resumed from the stored token."""
         token = await self._load_token()
         if token is not None:
             try:
-                stream = await self.snapshots.watch(
-                    _CHANGE_PIPELINE,
-                    full_document="updateLookup",
-                    resume_after=token,
-                    max_await_time_ms=500,
-                )
-                return stream, True
+                return await self._watch(resume_after=token), True
             except OperationFailure as exc:
                 log.warning("stored resume token no longer valid", extra={"reason": str(exc)})
-        stream = await self.snapshots.watch(
-            _CHANGE_PIPELINE, full_document="updateLookup", max_await_time_ms=500
+        return await self._watch(), False
+
+    async def _watch(self, resume_after: Any = None) -> AsyncChangeStream[Document]:
+        """A stream on the snapshots from now (or after `resume_after`); each change's
+        document comes with only what extraction reads."""
+        return await self.snapshots.watch(
+            _CHANGE_PIPELINE,
+            full_document="updateLookup",
+            resume_after=resume_after,
+            max_await_time_ms=500,
         )
-        return stream, False
 
     def _token_due(self) -> bool:
         return asyncio.get_running_loop().time() - self._token_saved_at >= _TOKEN_SAVE_INTERVAL

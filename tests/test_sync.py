@@ -290,6 +290,37 @@ async def test_a_restart_whose_token_resumes_reads_no_snapshot_again(
     await eventually(ended, within=2)
 
 
+async def test_every_token_kept_after_a_first_start_is_past_what_it_wrote(
+    snapshots, settings: Settings, start_app, monkeypatch
+) -> None:
+    """A resume reads the oplog on from its token: one kept from before a first start's own
+    writes makes the next restart read them all again (seconds at 100,000 runs on the
+    embedded server). A change made during the first start is applied, not lost."""
+    from suspended_runs.storage import SnapshotSync
+
+    reconcile, save_token = SnapshotSync.reconcile, SnapshotSync._save_token
+    kept: list[Any] = []
+
+    async def writing_during(self: SnapshotSync) -> object:
+        report = await reconcile(self)
+        await snapshots.insert_one(suspended_doc("during"))  # after the index's own writes
+        return report
+
+    async def keeping(self: SnapshotSync, token: Any) -> None:
+        kept.append(token)
+        await save_token(self, token)
+
+    monkeypatch.setattr(SnapshotSync, "reconcile", writing_during)
+    monkeypatch.setattr(SnapshotSync, "_save_token", keeping)
+    await snapshots.insert_many([suspended_doc(f"run-{i}") for i in range(3)])
+    gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
+    await eventually(lambda: listed(gql, "during"), within=2)
+    assert kept
+    for token in kept:
+        async with await snapshots.watch(resume_after=token, max_await_time_ms=100) as resumed:
+            assert await resumed.try_next() is None
+
+
 async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     db, snapshots, settings: Settings, start_app, monkeypatch
 ) -> None:
