@@ -321,6 +321,27 @@ async def test_every_token_kept_after_a_first_start_is_past_what_it_wrote(
             assert await resumed.try_next() is None
 
 
+async def test_a_stream_busy_after_a_first_start_goes_on_and_loses_nothing(
+    snapshots, settings: Settings, start_app, monkeypatch
+) -> None:
+    """Changes still coming when the first start has read them for `_REPLAY_SECONDS`: the
+    stream opened before it goes on (one opened later would miss the rest)."""
+    from suspended_runs.storage import SnapshotSync, sync
+
+    monkeypatch.setattr(sync, "_REPLAY_SECONDS", 0.0)  # busy at the first change read
+    reconcile = SnapshotSync.reconcile
+
+    async def writing_during(self: SnapshotSync) -> object:
+        report = await reconcile(self)
+        await snapshots.insert_many([suspended_doc("during-1"), suspended_doc("during-2")])
+        return report
+
+    monkeypatch.setattr(SnapshotSync, "reconcile", writing_during)
+    gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
+    await eventually(lambda: listed(gql, "during-2"), within=2)
+    assert await listed(gql, "during-1")
+
+
 async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     db, snapshots, settings: Settings, start_app, monkeypatch
 ) -> None:
