@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from unittest.mock import ANY
 
+import pytest
 from pymongo import MongoClient
 
-from suspended_runs.server import EmbeddedMongoDB
+from suspended_runs.server import EmbeddedMongoDB, embedded_mongodb
 
 
 def test_data_survives_a_restart(tmp_path: Path) -> None:
@@ -57,3 +59,25 @@ def test_a_change_stream_resumes_after_a_burst_beyond_secantusdbs_default_oplog_
         with docs.watch(resume_after=token) as resumed:
             change = resumed.try_next()
         assert change is not None and change["fullDocument"] == {"_id": ANY, "n": 0}
+
+
+def test_a_slow_start_is_waited_for_and_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SecantusDB reads every document as it opens (minutes at 100,000 runs on a cold disk):
+    a start that takes long is waited for, never cut short, and says that it waits."""
+    real = embedded_mongodb._server_command()[0]
+    slow = tmp_path / "bin" / "secantusd-py"  # its name, as a left-behind server is known by
+    slow.parent.mkdir()
+    slow.write_text(f'#!/bin/sh\nsleep 2\nexec "{real}" "$@"\n')
+    slow.chmod(0o755)
+    monkeypatch.setattr(embedded_mongodb, "_server_command", lambda: [str(slow)])
+    monkeypatch.setattr(embedded_mongodb, "_OPENING_NOTE_EVERY", 0.5)
+    caplog.set_level(logging.WARNING, logger=embedded_mongodb.__name__)
+    with (
+        EmbeddedMongoDB(tmp_path / "data") as server,
+        MongoClient[dict[str, object]](server.uri) as client,
+    ):
+        assert client.admin.command("ping")["ok"] == 1
+    waits = [r for r in caplog.records if "still opening its data" in r.getMessage()]
+    assert len(waits) >= 2 and all(r.__dict__["dataDir"] == str(tmp_path / "data") for r in waits)
