@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 _STATE_FILE = "embedded-mongodb.json"
 _OPENING_NOTE_EVERY = 30.0
 """Seconds between log lines while the server opens its data folder. It has no time limit:
-SecantusDB reads every document as it opens (for 100,000 runs, 15 to 30 s with the data in
+SecantusDB reads every document as it opens (for 100,000 runs, 14 to 33 s with the data in
 the page cache, 8 minutes without it), and a server stopped for taking long never starts."""
 _STOP_TIMEOUT = 15.0
 _LOCKED = "already being managed by another process"
