@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import NoReturn
 
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
@@ -217,7 +218,7 @@ class EmbeddedMongoDB:
                 )
             time.sleep(0.1)
 
-    def _exited(self, log_path: Path, logged: int) -> None:
+    def _exited(self, log_path: Path, logged: int) -> NoReturn:
         """Raise what stopped the server as it started, from its log."""
         assert self.process is not None
         with log_path.open("rb") as log_file:
