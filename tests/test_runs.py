@@ -290,13 +290,16 @@ async def history(gql: Gql, statuses: list[str] | None, **paging: Any) -> dict[s
 
 
 async def _claimed(db, run_id: str, expires: datetime) -> None:
-    """A RUNNING entry whose claim expires at `expires` (in the past: STALLED)."""
+    """A RUNNING entry whose claim expires at `expires` (in the past: STALLED).
+
+    A Python run: the follower settles a STALLED Mastra run with no snapshot as COMPLETED
+    (Mastra deletes a finished run's snapshot), which would race with the lists below."""
     now = datetime.now(UTC)
     await db["suspended_runs_index"].insert_one(
         {
             "runId": run_id,
-            "workflowName": "agentic-loop",
-            "runtime": "mastra",
+            "workflowName": "suspended-runs.python-agent",
+            "runtime": "python",
             "agentId": "a",
             "status": "RUNNING",
             "createdAt": now,
