@@ -12,9 +12,11 @@ then, over HTTP:
   after a write (a run started just before);
 - requests per second with `--clients` clients: conditional polls answered 304, and full
   pages (GET, each client its own agent);
-- a restart (the resume token resumes: nothing is read again).
+- `--restarts` restarts, one after the other (the resume token resumes: nothing is read
+  again); their median, and the fastest and slowest, as a restart's time varies with
+  what this machine is doing at that moment (a second either way).
 
-Then `--large` runs of `--large-kb` kB each (long conversations): first start, restart.
+Then `--large` runs of `--large-kb` kB each (long conversations): first start, restarts.
 Then the write path (`--starts`; 0 skips it): startRun until suspended, approveToolCall,
 and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`) the same
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
@@ -396,7 +398,7 @@ class Row:
     n: int
     load_s: float = 0.0
     first_s: float = 0.0
-    restart_s: float = 0.0
+    restarts_s: list[float] = field(default_factory=list)
     rss_mb: tuple[float, float] = (0.0, 0.0)
     lists: dict[str, tuple[list[float], list[float]]] = field(default_factory=dict)
     after_write: dict[str, list[float]] = field(default_factory=dict)
@@ -431,9 +433,7 @@ def bench_size(mongo: EmbeddedMongoDB, n: int, args: argparse.Namespace, log: Pa
         row.rss_mb = (served.memory_mb()[0], max(row.rss_mb[1], served.memory_mb()[1]))
     finally:
         served.stop()
-    restarted = serve(uri, db_name, log)
-    row.restart_s = restarted.ready_s
-    restarted.stop()
+    row.restarts_s = restarts(uri, db_name, log, args.restarts)
     if args.scans:
         try:
             row.scan = timed(mastra_scan(uri, db_name, args.scan_limit), args.scans)
@@ -443,7 +443,19 @@ def bench_size(mongo: EmbeddedMongoDB, n: int, args: argparse.Namespace, log: Pa
     return row
 
 
-def bench_large(mongo: EmbeddedMongoDB, count: int, kilobytes: int, log: Path) -> Row:
+def restarts(uri: str, db_name: str, log: Path, count: int) -> list[float]:
+    """Seconds to ready of `count` restarts, the first straight after the server before."""
+    times = []
+    for _ in range(count):
+        restarted = serve(uri, db_name, log)
+        times.append(restarted.ready_s)
+        restarted.stop()
+    return times
+
+
+def bench_large(
+    mongo: EmbeddedMongoDB, count: int, kilobytes: int, log: Path, restart_count: int
+) -> Row:
     row = Row(count)
     db_name = f"bench_large_{count}"
     row.load_s = load(mongo.uri, db_name, count, kilobytes)
@@ -451,9 +463,7 @@ def bench_large(mongo: EmbeddedMongoDB, count: int, kilobytes: int, log: Path) -
     served = serve(uri, db_name, log)
     row.first_s, row.rss_mb = served.ready_s, served.memory_mb()
     served.stop()
-    restarted = serve(uri, db_name, log)
-    row.restart_s = restarted.ready_s
-    restarted.stop()
+    row.restarts_s = restarts(uri, db_name, log, restart_count)
     _say(f"large: {count} runs of {kilobytes} kB done")
     return row
 
@@ -465,7 +475,11 @@ def main() -> int:
         log = Path(folder) / "serve.log"
         for n in (int(s) for s in args.sizes.split(",")):
             rows.append(bench_size(mongo, n, args, log))
-        large = bench_large(mongo, args.large, args.large_kb, log) if args.large else None
+        large = (
+            bench_large(mongo, args.large, args.large_kb, log, args.restarts)
+            if args.large
+            else None
+        )
         write = None
         if args.starts:
             served = serve(mongo.uri, "bench_write", log)
@@ -483,6 +497,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=100, help="requests per list figure")
     parser.add_argument("--clients", type=int, default=8, help="clients of the throughput")
     parser.add_argument("--seconds", type=float, default=10, help="seconds per throughput")
+    parser.add_argument("--restarts", type=int, default=5, help="restarts timed per size")
     parser.add_argument("--large", type=int, default=1000, help="runs of large snapshots (0: no)")
     parser.add_argument("--large-kb", type=int, default=400, help="kB of each large snapshot")
     parser.add_argument("--scans", type=int, default=0, help="Mastra-way scans per size")
@@ -501,6 +516,10 @@ def _say(text: str) -> None:
 
 def p95(values: list[float]) -> float:
     return statistics.quantiles(values, n=20)[-1]
+
+
+def _spread(seconds: list[float]) -> str:
+    return f"{statistics.median(seconds):.1f} s ({min(seconds):.1f} to {max(seconds):.1f})"
 
 
 def _cell(values: list[float]) -> str:
@@ -526,17 +545,19 @@ def print_tables(
         cells = " | ".join(_cell(row.after_write[name]) for row in rows)
         print(f"| {name}, total, first poll after a write | {cells} |")
     print()
-    print("| N runs | load | first start (peak RSS) | restart | 304 polls/s | full pages/s |")
+    restart = f"restart, median (fastest to slowest of {args.restarts})"
+    print(f"| N runs | load | first start (peak RSS) | {restart} | 304 polls/s | full pages/s |")
     print("|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(
             f"| {row.n:,} | {row.load_s:.0f} s | {row.first_s:.1f} s ({row.rss_mb[1]:.0f} MB) "
-            f"| {row.restart_s:.1f} s | {row.polls_304:,.0f} | {row.pages:,.0f} |"
+            f"| {_spread(row.restarts_s)} | {row.polls_304:,.0f} | {row.pages:,.0f} |"
         )
     if large is not None:
         print(
             f"| {large.n:,} of {args.large_kb} kB | {large.load_s:.0f} s "
-            f"| {large.first_s:.1f} s ({large.rss_mb[1]:.0f} MB) | {large.restart_s:.1f} s | | |"
+            f"| {large.first_s:.1f} s ({large.rss_mb[1]:.0f} MB) "
+            f"| {_spread(large.restarts_s)} | | |"
         )
     _print_extras(rows, write, args)
 
