@@ -61,6 +61,43 @@ def test_a_change_stream_resumes_after_a_burst_beyond_secantusdbs_default_oplog_
         assert change is not None and change["fullDocument"] == {"_id": ANY, "n": 0}
 
 
+def _slow_to_stop(tmp_path: Path, seconds: int) -> Path:
+    """A server whose clean stop (SIGINT) takes `seconds` more: a wrapper, named as the
+    server is, that passes SIGINT on after a sleep."""
+    real = embedded_mongodb._server_command()[0]
+    slow = tmp_path / "bin" / "secantusd-py"
+    slow.parent.mkdir()
+    slow.write_text(
+        f'#!/bin/sh\n"{real}" "$@" &\nchild=$!\n'
+        f"trap 'sleep {seconds}; kill -INT $child; wait $child; exit 0' INT\nwait $child\n"
+    )
+    slow.chmod(0o755)
+    return slow
+
+
+@pytest.mark.parametrize("limit", [60.0, 1.0])
+def test_a_slow_stop_is_waited_for_and_logged_and_killed_only_past_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, limit: float
+) -> None:
+    """A clean stop writes what the server holds to its data folder (over 15 s after a
+    large load): it is waited for, saying so, and killed only past `_STOP_TIMEOUT` (a
+    killed server replays its journal at its next open)."""
+    slow = _slow_to_stop(tmp_path, 3)
+    monkeypatch.setattr(embedded_mongodb, "_server_command", lambda: [str(slow)])
+    monkeypatch.setattr(embedded_mongodb, "_STOPPING_NOTE_EVERY", 0.5)
+    monkeypatch.setattr(embedded_mongodb, "_STOP_TIMEOUT", limit)
+    caplog.set_level(logging.WARNING, logger=embedded_mongodb.__name__)
+    server = EmbeddedMongoDB(tmp_path / "data")
+    server.start()
+    process = server.process
+    assert process is not None
+    server.stop()
+    notes = [r for r in caplog.records if "still stopping" in r.getMessage()]
+    assert notes and all(r.__dict__["dataDir"] == str(tmp_path / "data") for r in notes)
+    killed = any("killing it" in r.getMessage() for r in caplog.records)
+    assert (killed, process.returncode) == ((False, 0) if limit > 3 else (True, -9))
+
+
 def test_a_slow_start_is_waited_for_and_logged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
