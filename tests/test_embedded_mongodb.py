@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 from unittest.mock import ANY
 
@@ -61,18 +64,14 @@ def test_a_change_stream_resumes_after_a_burst_beyond_secantusdbs_default_oplog_
         assert change is not None and change["fullDocument"] == {"_id": ANY, "n": 0}
 
 
-def _slow_to_stop(tmp_path: Path, seconds: int) -> Path:
-    """A server whose clean stop (SIGINT) takes `seconds` more: a wrapper, named as the
-    server is, that passes SIGINT on after a sleep."""
-    real = embedded_mongodb._server_command()[0]
-    slow = tmp_path / "bin" / "secantusd-py"
-    slow.parent.mkdir()
-    slow.write_text(
-        f'#!/bin/sh\n"{real}" "$@" &\nchild=$!\n'
-        f"trap 'sleep {seconds}; kill -INT $child; wait $child; exit 0' INT\nwait $child\n"
-    )
-    slow.chmod(0o755)
-    return slow
+_SLOW_TO_STOP = """
+import signal, sys, time
+def stop(*_):
+    time.sleep(3)  # a clean shutdown that writes for a while
+    sys.exit(0)
+signal.signal(signal.SIGINT, stop)
+time.sleep(600)
+"""
 
 
 @pytest.mark.parametrize("limit", [600.0, 1.0])  # a limit far past the stop, or short of it
@@ -81,16 +80,15 @@ def test_a_slow_stop_is_waited_for_and_logged_and_killed_only_past_the_limit(
 ) -> None:
     """A clean stop writes what the server holds to its data folder (over 15 s after a
     large load): it is waited for, saying so, and killed only past `_STOP_TIMEOUT` (a
-    killed server replays its journal at its next open)."""
-    slow = _slow_to_stop(tmp_path, 3)
-    monkeypatch.setattr(embedded_mongodb, "_server_command", lambda: [str(slow)])
+    killed server replays its journal at its next open). The server here is a process
+    whose SIGINT handler takes 3 s, stopped as the launcher stops its server."""
     monkeypatch.setattr(embedded_mongodb, "_STOPPING_NOTE_EVERY", 0.5)
     monkeypatch.setattr(embedded_mongodb, "_STOP_TIMEOUT", limit)
     caplog.set_level(logging.WARNING, logger=embedded_mongodb.__name__)
     server = EmbeddedMongoDB(tmp_path / "data")
-    server.start()
-    process = server.process
-    assert process is not None
+    process = subprocess.Popen([sys.executable, "-c", _SLOW_TO_STOP], start_new_session=True)
+    time.sleep(1)  # its handler is set
+    server.process = process
     server.stop()
     notes = [r for r in caplog.records if "still stopping" in r.getMessage()]
     assert notes and all(r.__dict__["dataDir"] == str(tmp_path / "data") for r in notes)
