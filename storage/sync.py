@@ -58,6 +58,12 @@ _TOKEN_SAVE_INTERVAL = 10.0
 """Seconds between saves of an idle stream's token, so it stays within the oplog."""
 _REPLAY_SECONDS = 30.0
 """Longest a restart waits for a resumed stream's backlog before saying it is ready."""
+_FOLLOW_AWAIT_MS = 500
+"""How long a followed stream's read waits for a change: two reads a second when idle."""
+_IDLE_AWAIT_MS = 100
+"""How long a read up to now waits before it counts its stream idle. A restart is ready
+after one such wait: at `_FOLLOW_AWAIT_MS` that wait was a sixth of a restart at 100,000
+runs (0.5 of 3 s). Longer than a healthy replica set takes to commit a write."""
 _PROGRESS_LOG_INTERVAL = 10.0
 """Seconds between progress lines while the index is built."""
 _SETTLED = ["running", "success", "failed", "tripwire", "waiting", "pending", "canceled"]
@@ -568,28 +574,28 @@ class SnapshotSync:
         async with contextlib.AsyncExitStack() as streams:
             stream, resumed = await self._open_stream()
             streams.push_async_callback(stream.close)
-            if resumed and not self.index.created:
-                # A stream that resumed replays every change since its token: nothing to
-                # read again; ready once what was written while down is applied.
-                await self._follow_changes(stream, until_idle=True)
-            else:
+            # A stream that resumed replays every change since its token: nothing to read
+            # again; ready once what was written while down is applied.
+            if not resumed or self.index.created:
                 await self._catch_up()  # the stream opened first: nothing written is missed
-                stream = await self._past_catch_up(stream, streams)
+            stream = await self._from_now_on(stream, streams)
             await self._save_token(stream.resume_token)
             self._following(SyncMode.CHANGE_STREAM)
             await self._follow_changes(stream, until_idle=False)
 
-    async def _past_catch_up(
+    async def _from_now_on(
         self, stream: AsyncChangeStream[Document], streams: contextlib.AsyncExitStack
     ) -> AsyncChangeStream[Document]:
-        """A stream to follow after a catch-up, whose token is past the catch-up's own
-        writes: a restart that resumed from one before them would read every one again in
-        the oplog (the embedded server decodes each: 2.3 to 3.5 s after the 100,000 writes
-        of a first start). One opened now goes on from where `stream` (opened before the
-        catch-up) is read up to, once idle; a stream busy for longer goes on itself."""
+        """Read `stream` (resumed, or opened before a catch-up) up to now; the stream to
+        follow from there. One opened now goes on where `stream` ends, once idle, so its
+        token is past the catch-up's own writes: a restart that resumed from one before
+        them would read every one again in the oplog (the embedded server decodes each:
+        2.3 to 3.5 s after the 100,000 writes of a first start). And it waits
+        `_FOLLOW_AWAIT_MS` for changes where `stream` waits `_IDLE_AWAIT_MS`. A stream
+        busy for longer than `_REPLAY_SECONDS` goes on itself."""
         # The embedded server's token after an index build names the database, not the
         # collection, and does not resume: a stream opened after them does not give one.
-        fresh = await self._watch()
+        fresh = await self._watch(await_ms=_FOLLOW_AWAIT_MS)
         streams.push_async_callback(fresh.close)
         return fresh if await self._follow_changes(stream, until_idle=True) else stream
 
@@ -615,19 +621,22 @@ class SnapshotSync:
         token = await self._load_token()
         if token is not None:
             try:
-                return await self._watch(resume_after=token), True
+                return await self._watch(resume_after=token, await_ms=_IDLE_AWAIT_MS), True
             except OperationFailure as exc:
                 log.warning("stored resume token no longer valid", extra={"reason": str(exc)})
-        return await self._watch(), False
+        return await self._watch(await_ms=_IDLE_AWAIT_MS), False
 
-    async def _watch(self, resume_after: Any = None) -> AsyncChangeStream[Document]:
-        """A stream on the snapshots from now (or after `resume_after`); each change's
-        document comes with only what extraction reads."""
+    async def _watch(
+        self, *, await_ms: int, resume_after: Any = None
+    ) -> AsyncChangeStream[Document]:
+        """A stream on the snapshots from now (or after `resume_after`) whose reads wait
+        `await_ms` for a change; each change's document comes with only what extraction
+        reads."""
         return await self.snapshots.watch(
             _CHANGE_PIPELINE,
             full_document="updateLookup",
             resume_after=resume_after,
-            max_await_time_ms=500,
+            max_await_time_ms=await_ms,
         )
 
     def _token_due(self) -> bool:

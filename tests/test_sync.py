@@ -290,6 +290,43 @@ async def test_a_restart_whose_token_resumes_reads_no_snapshot_again(
     await eventually(ended, within=2)
 
 
+async def test_a_change_made_while_a_restart_replays_is_applied_and_every_token_resumes(
+    snapshots, settings: Settings, start_app, monkeypatch
+) -> None:
+    """A restart reads its resumed stream up to now, then follows one opened before that
+    read: a change made during the read is applied, and the token kept last is past it."""
+    from suspended_runs.storage import SnapshotSync
+
+    streamed = settings.model_copy(update={"sync_mode": "change_stream"})
+    async with running_app(streamed) as client:
+        await snapshots.insert_one(suspended_doc("before"))
+        await eventually(lambda: listed(make_gql(client), "before"), within=2)
+    apply_change, save_token = SnapshotSync._apply_change, SnapshotSync._save_token
+    kept: list[Any] = []
+
+    async def writing_during(self: SnapshotSync, change: Any) -> None:
+        await apply_change(self, change)
+        if (change.get("fullDocument") or {}).get("run_id") == "while-down":  # replayed
+            await snapshots.insert_one(suspended_doc("during-replay"))
+
+    async def keeping(self: SnapshotSync, token: Any) -> None:
+        kept.append(token)
+        await save_token(self, token)
+
+    monkeypatch.setattr(SnapshotSync, "_apply_change", writing_during)
+    monkeypatch.setattr(SnapshotSync, "_save_token", keeping)
+    await snapshots.insert_one(suspended_doc("while-down"))
+    gql = make_gql(await start_app(streamed))
+    await eventually(lambda: listed(gql, "during-replay"), within=2)
+    assert await listed(gql, "while-down")
+
+    async def last_kept_resumes_past_all() -> bool:
+        async with await snapshots.watch(resume_after=kept[-1], max_await_time_ms=100) as resumed:
+            return await resumed.try_next() is None
+
+    await eventually(last_kept_resumes_past_all, within=2)
+
+
 async def test_every_token_kept_after_a_first_start_is_past_what_it_wrote(
     snapshots, settings: Settings, start_app, monkeypatch
 ) -> None:
