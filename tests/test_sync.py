@@ -290,11 +290,11 @@ async def test_a_restart_whose_token_resumes_reads_no_snapshot_again(
     await eventually(ended, within=2)
 
 
-async def test_a_change_made_while_a_restart_replays_is_applied_and_every_token_resumes(
+async def test_a_change_made_while_a_restart_replays_is_applied_and_the_last_token_is_past_it(
     snapshots, settings: Settings, start_app, monkeypatch
 ) -> None:
-    """A restart reads its resumed stream up to now, then follows one opened before that
-    read: a change made during the read is applied, and the token kept last is past it."""
+    """A restart reads its resumed stream up to now, then follows one resumed where it
+    ended: a change made during the read is applied, and the token kept last is past it."""
     from suspended_runs.storage import SnapshotSync
 
     streamed = settings.model_copy(update={"sync_mode": "change_stream"})
