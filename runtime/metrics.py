@@ -84,6 +84,13 @@ SYNC_LAG = Gauge(
     "entry in the index, for the last change the follower applied (on the follower).",
     registry=REGISTRY,
 )
+COUNTS_IN_MEMORY = Gauge(
+    "suspended_runs_counts_in_memory",
+    "1 while the counts of suspended runs are kept in memory for every agent, resource and "
+    "thread (read once after a start, or after a burst of changes), else 0: each shape's "
+    "first `total` reads its matches.",
+    registry=REGISTRY,
+)
 
 _STORED = [s for s in RunStatus if s is not RunStatus.STALLED]
 _OPERATION_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
@@ -114,6 +121,8 @@ async def refresh(storage: Storage) -> None:
     claimed = await storage.runs.claimed()
     STALLED.set(sum(entry.status_at(now) is RunStatus.STALLED for entry in claimed))
     OUTCOME_UNKNOWN.set(sum(entry.outcome_unknown for entry in claimed))
+    tallies = storage.runs.tallies
+    COUNTS_IN_MEMORY.set(1 if tallies is not None and tallies.loaded else 0)
     sync = storage.sync
     FOLLOWER.set(1 if sync.role == "follower" else 0)
     SYNC_HEALTHY.set(1 if sync.following is not None and sync.healthy else 0)

@@ -41,6 +41,7 @@ from suspended_runs.storage.queries import (
     remember,
     shape_key,
 )
+from suspended_runs.storage.tallies import SuspendedTallies
 from suspended_runs.storage.types import FINISHED, SYNC_STATE_COLLECTION, Document, RunStatus
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ class RunIndex:
         collection: AsyncCollection[Document],
         retention: timedelta,
         state: AsyncCollection[Document] | None = None,
+        *,
+        tallied: bool = True,
     ) -> None:
         self.state = collection.database[SYNC_STATE_COLLECTION] if state is None else state
         self.collection: AsyncCollection[Document] = _Tracked(collection, self._changed)
@@ -77,6 +80,13 @@ class RunIndex:
         self.retention = retention
         self._densities: dict[tuple[Any, ...], float] = {}
         self._counts = RunCounts(self.collection, self._densities)
+        self.tallies = (
+            SuspendedTallies(self.collection, self.version, lambda: self.read_indexed)
+            if tallied
+            else None
+        )
+        """Counts of suspended runs kept for every shape at once; without them (a test of
+        the counts beneath), each filter's count is kept by itself."""
         self._reached: OrderedDict[str, tuple[datetime, datetime]] = OrderedDict()
         """The newest and oldest `createdAt` the last first page of each shape found: the
         next one's first window spans them (open above, so nothing newer is missed), not
@@ -230,13 +240,18 @@ class RunIndex:
         version: IndexVersion | None = None,
     ) -> int:
         """How many runs `run_filter` selects, exact as of `version` (read now if None):
-        kept per filter, and brought up to date from what changed (storage/counts.py)."""
+        suspended runs from the tallies of every shape (storage/tallies.py) once they are
+        read, else kept per filter, and brought up to date from what changed
+        (storage/counts.py)."""
         now = now or datetime.now(UTC)
         version = version or await self.version()
         span = run_filter.span()
         total = 0
         for shape in run_filter.shapes(now):
-            total += await self._counts.count(shape, span, version, now)
+            tallied = await self.tallies.count(shape, span, version) if self.tallies else None
+            if tallied is None:
+                tallied = await self._counts.count(shape, span, version, now)
+            total += tallied
         return total
 
     # -- the index's version: what caches and ETags are checked against -----------------

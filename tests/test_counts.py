@@ -18,6 +18,7 @@ from suspended_runs.storage import (
     RunStatus,
 )
 from suspended_runs.storage import counts as counts_module
+from suspended_runs.storage import tallies as tallies_module
 from tests.test_run_index import T0, _approve, entry, read_for_counts
 
 FILTERS = [
@@ -30,14 +31,25 @@ FILTERS = [
 
 
 @pytest.fixture
-async def indexes(db, monkeypatch: pytest.MonkeyPatch) -> tuple[RunIndex, RunIndex]:
+def tallied() -> bool:
+    """Whether suspended runs are counted by the tallies of every shape (tests/test_tallies.py)
+    once read: here, by default, the counts kept per filter are what is tested."""
+    return False
+
+
+@pytest.fixture
+async def indexes(db, monkeypatch: pytest.MonkeyPatch, tallied: bool) -> tuple[RunIndex, RunIndex]:
     """Two instances' indexes on one database, counting in windows of about 30 matches."""
     monkeypatch.setattr(counts_module, "_CHUNK", 30)
     # Writes a moment apart (the slack for a new primary's clock would take them all in).
     monkeypatch.setattr(counts_module, "_CLOCK_SLACK", timedelta(0))
-    first = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
+    monkeypatch.setattr(tallies_module, "_CLOCK_SLACK", timedelta(0))
+    monkeypatch.setattr(tallies_module, "_RELOAD_AFTER", 0.0)
+    collection = db[RUNS_COLLECTION]
+    first = RunIndex(collection, retention=timedelta(days=7), tallied=tallied)
     await first.ensure_indexes()
-    second = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
+    await first.ensure_read_indexes()  # as the follower does after its first reconcile
+    second = RunIndex(collection, retention=timedelta(days=7), tallied=tallied)
     runs = [
         entry(
             run_id=f"r-{i:03d}",
@@ -79,6 +91,7 @@ async def test_a_decision_recounts_only_the_window_that_holds_its_run(indexes) -
     assert asked == []  # nothing changed since: kept
 
 
+@pytest.mark.parametrize("tallied", [False, True])
 async def test_counts_stay_exact_through_random_writes_from_two_instances(indexes) -> None:
     first, second = indexes
     chance = random.Random(11)

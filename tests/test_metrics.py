@@ -48,6 +48,12 @@ async def test_metrics_tell_the_index_the_follower_requests_and_decisions(
     assert seen[("suspended_runs_decisions_total", (("outcome", "RunDecided"),))] >= 1
     assert seen[("process_resident_memory_bytes", ())] > 0
 
+    async def counted_in_memory() -> bool:
+        scraped = samples((await client.get("/metrics")).text)
+        return scraped[("suspended_runs_counts_in_memory", ())] == 1
+
+    await eventually(counted_in_memory, within=5)  # the first counts started their read
+
 
 def test_operation_names_are_a_bounded_label() -> None:
     assert operation_label(None) == "anonymous"

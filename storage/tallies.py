@@ -1,0 +1,199 @@
+"""Exact counts of suspended runs for every equality shape at once, kept in memory and
+brought up to date from what changed (docs/design.md, "Counts").
+
+A shape's first count on the embedded server reads each of its matches, about 60 µs an
+entry: at 100,000 runs a resource's 500 suspended runs cost 30 ms, twice its page. The
+tallies are read once, in the background, as every suspended entry's scope and
+`createdAt` (about 6 s of the database's time at 100,000, in batches that let requests
+through); after that a count of any agent, resource, thread or pair of them, within any
+`createdAt` span, is a lookup, and a new version of the index costs one query on
+`changedAt`, as a kept count's does (storage/counts.py). Until they are read, and when
+they cannot be brought up to date (a new epoch, too many changes), counts are taken as
+before. Only SUSPENDED is tallied: every way into or out of it is a stamped write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import contextvars
+import itertools
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from datetime import datetime, timedelta
+
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.errors import PyMongoError
+
+from suspended_runs.storage.counts import IndexVersion
+from suspended_runs.storage.queries import Span
+from suspended_runs.storage.types import Document, RunStatus
+
+log = logging.getLogger(__name__)
+
+Key = tuple[tuple[str, str], ...]
+"""A shape's equalities besides `status`, in `_FIELDS` order: `()` is every run."""
+
+_FIELDS = ("agentId", "resourceId", "threadId")
+_SUSPENDED = RunStatus.SUSPENDED.value
+_PROJECTION = {"_id": 0, "runId": 1, "status": 1, "createdAt": 1, **{f: 1 for f in _FIELDS}}
+_BATCH = 500
+"""Entries read at a time while loading: each batch is one short turn of the database."""
+_MOST_CHANGED = 2000
+"""Entries written since the last look beyond which the tallies are read afresh."""
+_CLOCK_SLACK = timedelta(seconds=5)
+"""As in counts.py: changes this much before the kept version's write are looked at again."""
+_RELOAD_AFTER = 60.0
+"""Seconds between two loads: a first start changes the epoch with every batch it writes."""
+
+
+class SuspendedTallies:
+    def __init__(
+        self,
+        collection: AsyncCollection[Document],
+        read_version: Callable[[], Awaitable[IndexVersion]],
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.collection = collection
+        self._read_version = read_version
+        self._ready = ready
+        """False while this process fills a new index: what it would read is soon stale."""
+        self._version: IndexVersion | None = None
+        """The version the tallies are exact at (or later); None: not read."""
+        self._runs: dict[str, tuple[Key, datetime]] = {}
+        self._moments: dict[Key, list[datetime]] = {}
+        """Each key's suspended runs as their `createdAt`, sorted."""
+        self._scopes: dict[Key, Key] = {}
+        """One copy of each scope, which its runs share (at 100,000 runs, 30 MB less)."""
+        self._lock = asyncio.Lock()
+        self._loading: asyncio.Task[None] | None = None
+        self._next_load = 0.0
+
+    @property
+    def loaded(self) -> bool:
+        return self._version is not None
+
+    async def count(self, shape: Document, span: Span, version: IndexVersion) -> int | None:
+        """How many suspended runs match `shape` within `span`, exact as of `version` or
+        later; None when the tallies cannot say (not read yet, or not a tallied shape)."""
+        key = _key(shape)
+        if key is None or not await self._current(version):
+            return None
+        return _within(self._moments.get(key, []), span)
+
+    async def _current(self, version: IndexVersion) -> bool:
+        """Whether the tallies are exact as of `version` or later, brought up to it."""
+        async with self._lock:
+            kept = self._version
+            if kept is None or kept.epoch != version.epoch or kept.at is None:
+                self._forget()
+                self._load_soon()
+                return False
+            if kept.token == version.token or kept.changes >= version.changes:
+                return True
+            query = {"changedAt": {"$gte": kept.at - _CLOCK_SLACK}}
+            cursor = self.collection.find(query, _PROJECTION, limit=_MOST_CHANGED + 1)
+            changed = [doc async for doc in cursor]
+            if len(changed) > _MOST_CHANGED:
+                self._forget()
+                self._load_soon()
+                return False
+            for doc in changed:
+                self._put(doc)
+            self._version = version
+            return True
+
+    def _load_soon(self) -> None:
+        if self._loading is None and time.monotonic() >= self._next_load and self._ready():
+            self._next_load = time.monotonic() + _RELOAD_AFTER
+            # A context of its own: the read is no request's (its log lines name none).
+            self._loading = asyncio.create_task(self._load(), context=contextvars.Context())
+
+    async def _load(self) -> None:
+        started = time.monotonic()
+        try:
+            version = await self._read_version()
+            runs: dict[str, tuple[Key, datetime]] = {}
+            query = {"status": _SUSPENDED}
+            async for doc in self.collection.find(query, _PROJECTION, batch_size=_BATCH):
+                if (run := self._run(doc)) is not None:
+                    runs[doc["runId"]] = run
+            async with self._lock:
+                self._fill(runs, version)
+        except PyMongoError as exc:
+            log.warning("could not read the counts of suspended runs (kept as before): %s", exc)
+            return
+        finally:
+            self._loading = None
+        seconds = time.monotonic() - started
+        log.info(
+            "counts of suspended runs kept in memory: %d runs, read in %.1f s", len(runs), seconds
+        )
+
+    def _fill(self, runs: dict[str, tuple[Key, datetime]], version: IndexVersion) -> None:
+        self._runs = runs
+        moments: dict[Key, list[datetime]] = {}
+        for scope, created_at in runs.values():
+            for key in _keys(scope):
+                moments.setdefault(key, []).append(created_at)
+        for listed in moments.values():
+            listed.sort()
+        self._moments = moments
+        self._version = version
+
+    def _forget(self) -> None:
+        self._version = None
+        self._runs = {}
+        self._moments = {}
+        self._scopes = {}
+
+    def _run(self, doc: Document) -> tuple[Key, datetime] | None:
+        created_at = doc.get("createdAt")
+        if not isinstance(doc.get("runId"), str) or not isinstance(created_at, datetime):
+            return None  # malformed: not counted by the tallies nor listed by a window
+        scope = tuple((f, doc[f]) for f in _FIELDS if isinstance(doc.get(f), str))
+        return self._scopes.setdefault(scope, scope), created_at
+
+    def _put(self, doc: Document) -> None:
+        """An entry as it is now: out of the tallies as it was, in them if suspended."""
+        run_id = doc.get("runId")
+        if not isinstance(run_id, str):
+            return
+        if (was := self._runs.pop(run_id, None)) is not None:
+            for key in _keys(was[0]):
+                _remove(self._moments, key, was[1])
+        if doc.get("status") == _SUSPENDED and (run := self._run(doc)) is not None:
+            self._runs[run_id] = run
+            for key in _keys(run[0]):
+                bisect.insort(self._moments.setdefault(key, []), run[1])
+
+
+def _key(shape: Document) -> Key | None:
+    """The tallies' key of a count's shape; None for a shape they do not keep."""
+    if shape.get("status") != _SUSPENDED or not set(shape) <= {"status", *_FIELDS}:
+        return None
+    if not all(isinstance(shape[f], str) for f in _FIELDS if f in shape):
+        return None  # a scope's `$in` asked as it is (beyond the spelled-out ones)
+    return tuple((f, shape[f]) for f in _FIELDS if f in shape)
+
+
+def _keys(scope: Key) -> Iterator[Key]:
+    """Every shape a run with these equalities is counted in: each subset of them."""
+    for size in range(len(scope) + 1):
+        yield from itertools.combinations(scope, size)
+
+
+def _remove(moments: dict[Key, list[datetime]], key: Key, created_at: datetime) -> None:
+    listed = moments.get(key, [])
+    at = bisect.bisect_left(listed, created_at)
+    if at < len(listed) and listed[at] == created_at:
+        del listed[at]
+    if not listed:
+        moments.pop(key, None)
+
+
+def _within(moments: list[datetime], span: Span) -> int:
+    low = 0 if span.after is None else bisect.bisect_right(moments, span.after)
+    high = len(moments) if span.upto is None else bisect.bisect_right(moments, span.upto)
+    return max(0, high - low)

@@ -1,0 +1,166 @@
+"""The tallies of suspended runs (storage/tallies.py): once read, every shape and span is
+counted from memory, exactly, through writes from any process, epochs and bursts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+
+import pytest
+
+from suspended_runs.storage import RUNS_COLLECTION, Claim, RunFilter, RunIndex, RunStatus
+from suspended_runs.storage import tallies as tallies_module
+from tests.test_run_index import T0, _approve, entry, read_for_counts
+
+AGENTS, RESOURCES, THREADS = 3, 5, 7
+
+FILTERS = [
+    RunFilter(),
+    RunFilter(agent_id="a-1"),
+    RunFilter(resource_id="res-2"),
+    RunFilter(thread_id="t-3"),
+    RunFilter(agent_id="a-0", thread_id="t-3"),
+    RunFilter(agent_id="a-2", resource_id="res-4"),
+    RunFilter(resource_id="res-1", thread_id="t-6"),
+    RunFilter(agent_id="a-9"),
+    RunFilter(from_date=T0 + timedelta(seconds=100), to_date=T0 + timedelta(seconds=250)),
+    RunFilter(agent_id="a-1", to_date=T0 + timedelta(seconds=99, milliseconds=500)),
+    RunFilter(from_date=T0 + timedelta(seconds=100, microseconds=500)),  # after 100 s
+    RunFilter(resource_ids=frozenset({"res-0", "res-3"})),
+]
+
+
+@pytest.fixture
+async def indexes(db, monkeypatch: pytest.MonkeyPatch) -> tuple[RunIndex, RunIndex]:
+    """Two instances' indexes on one database: 300 suspended runs a second apart (some
+    with no resource or thread, two at one moment) and 20 completed ones."""
+    monkeypatch.setattr(tallies_module, "_CLOCK_SLACK", timedelta(0))
+    monkeypatch.setattr(tallies_module, "_RELOAD_AFTER", 0.0)
+    first = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
+    await first.ensure_indexes()
+    await first.ensure_read_indexes()  # as the follower does after its first reconcile
+    second = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
+    runs = [
+        entry(
+            run_id=f"r-{i:03d}",
+            agent_id=f"a-{i % AGENTS}",
+            resource_id=None if i % 11 == 0 else f"res-{i % RESOURCES}",
+            thread_id=None if i % 13 == 0 else f"t-{i % THREADS}",
+            created_at=T0 + timedelta(seconds=min(i, 299 - 1)),
+        )
+        for i in range(300)
+    ]
+    done = [entry(run_id=f"d-{i}", status=RunStatus.COMPLETED) for i in range(20)]
+    await second.put_suspended(runs)
+    await second.put_started(done[0])
+    for finished in done[1:]:
+        await second.put_started(finished)
+    return first, second
+
+
+async def oracle(index: RunIndex, run_filter: RunFilter) -> int:
+    queries = [
+        {**q, "createdAt": {"$type": "date", **q.get("createdAt", {})}}
+        for q in run_filter.to_queries(T0)
+    ]
+    return sum([await index.collection.count_documents(q) for q in queries])
+
+
+async def read_tallies(index: RunIndex) -> None:
+    """Ask for a count (it starts their read) and wait until the tallies are read."""
+    await index.count(RunFilter())
+    assert index.tallies is not None
+    for _ in range(200):
+        if index.tallies.loaded:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the tallies were not read within 10 s")
+
+
+async def assert_exact(index: RunIndex) -> None:
+    for run_filter in FILTERS:
+        assert await index.count(run_filter, now=T0) == await oracle(index, run_filter), run_filter
+
+
+async def test_once_read_every_shape_and_span_is_counted_from_memory(
+    indexes, caplog: pytest.LogCaptureFixture
+) -> None:
+    first, _ = indexes
+    caplog.set_level(logging.INFO, logger=tallies_module.__name__)
+    await read_tallies(first)
+    assert "counts of suspended runs kept in memory: 300 runs" in caplog.text
+    asked = read_for_counts(first)
+    for run_filter in FILTERS:
+        assert await first.count(run_filter, now=T0) == await oracle(first, run_filter), run_filter
+    assert asked == []  # no entry read: not a window, nor what changed
+
+
+async def test_writes_from_another_process_are_counted_from_what_changed(indexes) -> None:
+    first, second = indexes
+    await read_tallies(first)
+    asked = read_for_counts(first)
+    claim = Claim("me", T0, T0 + timedelta(minutes=1))
+    seen = await second.get("r-150")
+    assert seen is not None
+    assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    await assert_exact(first)
+    await second.put_started(entry(run_id="r-new", agent_id="a-1", resource_id="res-2"))
+    await assert_exact(first)
+    await second.end_runs(["r-007", "r-008"], T0)
+    await assert_exact(first)
+    later = await second.get("r-150")
+    assert later is not None
+    await second.settle_seen(later, later.finished(RunStatus.COMPLETED, None, T0))
+    await assert_exact(first)
+    assert first.tallies is not None and first.tallies.loaded
+    assert asked == []
+
+
+async def test_a_new_epoch_forgets_them_and_they_are_read_again(indexes) -> None:
+    """A deletion leaves no stamp: the counts are taken as before until read again."""
+    first, second = indexes
+    await read_tallies(first)
+    await second.collection.delete_one({"runId": "r-010"})
+    await assert_exact(first)
+    await read_tallies(first)
+    await assert_exact(first)
+
+
+async def test_more_changes_than_they_keep_track_of_are_read_afresh(
+    indexes, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    first, second = indexes
+    caplog.set_level(logging.INFO, logger=tallies_module.__name__)
+    monkeypatch.setattr(tallies_module, "_MOST_CHANGED", 3)
+    await read_tallies(first)
+    await second.end_runs([f"r-{i:03d}" for i in range(20, 30)], T0)
+    await assert_exact(first)
+    for _ in range(200):
+        if caplog.text.count("counts of suspended runs kept in memory: 290 runs") == 1:
+            break
+        await asyncio.sleep(0.05)
+    assert caplog.text.count("counts of suspended runs kept in memory") == 2, caplog.text
+    await assert_exact(first)
+
+
+async def test_a_malformed_entry_is_left_out_and_the_others_counted(indexes) -> None:
+    first, second = indexes
+    await second.collection.insert_one(
+        {"runId": "bad", "status": "SUSPENDED", "agentId": "a-1", "createdAt": "yesterday"}
+    )
+    await read_tallies(first)
+    await assert_exact(first)
+
+
+async def test_the_process_filling_a_new_index_reads_none_until_it_is_done(db) -> None:
+    """Its first reconcile changes the epoch with every batch: what it read would be stale."""
+    index = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
+    await index.ensure_indexes()  # a new index, which its first reconcile fills
+    await index.put_suspended([entry()])
+    assert await index.count(RunFilter()) == 1
+    await asyncio.sleep(0.3)
+    assert index.tallies is not None and not index.tallies.loaded
+    await index.ensure_read_indexes()
+    await read_tallies(index)
+    assert await index.count(RunFilter()) == 1
