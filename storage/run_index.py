@@ -62,6 +62,14 @@ _EXPIRY_INTERVAL = timedelta(seconds=60)
 _CLOCK_SKEW = timedelta(minutes=5)
 """How far a run's end (this server's clock) may fall before its start (Mastra's)."""
 _OLD_TTL_INDEX = "expiresAt_1"
+
+
+def _new_epoch() -> Document:
+    """What the version document is made with (an operator may have deleted it): counts
+    kept against an earlier one, whose `changes` it restarts, start afresh."""
+    return {"epoch": ObjectId()}
+
+
 _DELETE_BATCH = 1000
 
 
@@ -287,6 +295,8 @@ class RunIndex:
         self._recount_owed = recount = recount or self._recount_owed
         new = {"token": ObjectId(), **({"epoch": ObjectId()} if recount else {})}
         update = {"$set": new, "$inc": {"changes": 1}, "$currentDate": {"at": True}}
+        if not recount:
+            update["$setOnInsert"] = _new_epoch()
         await self.state.update_one({"_id": _STATE_ID}, update, upsert=True)
         self._recount_owed = False
         self._writes += 1
@@ -346,7 +356,11 @@ class RunIndex:
         if moments:
             await self.state.update_one(
                 {"_id": _STATE_ID},
-                {"$min": {"oldest": min(moments)}, "$max": {"newest": max(moments)}},
+                {
+                    "$min": {"oldest": min(moments)},
+                    "$max": {"newest": max(moments)},
+                    "$setOnInsert": _new_epoch(),
+                },
                 upsert=True,
             )
 

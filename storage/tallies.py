@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime, timedelta
 
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import PyMongoError
 
 from suspended_runs.storage.counts import IndexVersion
 from suspended_runs.storage.queries import Span
@@ -86,26 +85,35 @@ class SuspendedTallies:
         """Whether the tallies are exact as of `version` or later, brought up to it."""
         async with self._lock:
             kept = self._version
-            if kept is None or kept.epoch != version.epoch or kept.at is None:
+            if kept is None or kept.epoch != version.epoch or not isinstance(version.at, datetime):
                 self._forget()
                 self._load_soon()
                 return False
             if kept.token == version.token or kept.changes >= version.changes:
                 return True
-            query = {"changedAt": {"$gte": kept.at - _CLOCK_SLACK}}
-            cursor = self.collection.find(query, _PROJECTION, limit=_MOST_CHANGED + 1)
-            changed = [doc async for doc in cursor]
-            if len(changed) > _MOST_CHANGED:
+            if not await self._caught_up(kept):
                 self._forget()
                 self._load_soon()
                 return False
-            for doc in changed:
-                self._put(doc)
             self._version = version
             return True
 
+    async def _caught_up(self, kept: IndexVersion) -> bool:
+        """Every entry written since `kept` put as it is now; False when there are more
+        than `_MOST_CHANGED` (the tallies are then as they were)."""
+        assert isinstance(kept.at, datetime)  # a version without one is never kept
+        query = {"changedAt": {"$gte": kept.at - _CLOCK_SLACK}}
+        cursor = self.collection.find(query, _PROJECTION, limit=_MOST_CHANGED + 1)
+        changed = [doc async for doc in cursor]
+        if len(changed) > _MOST_CHANGED:
+            return False
+        for doc in changed:
+            self._put(doc)
+        return True
+
     def _load_soon(self) -> None:
-        if self._loading is None and time.monotonic() >= self._next_load and self._ready():
+        idle = self._loading is None or self._loading.done()
+        if idle and time.monotonic() >= self._next_load and self._ready():
             self._next_load = time.monotonic() + _RELOAD_AFTER
             # A context of its own: the read is no request's (its log lines name none).
             self._loading = asyncio.create_task(self._load(), context=contextvars.Context())
@@ -113,26 +121,43 @@ class SuspendedTallies:
     async def _load(self) -> None:
         started = time.monotonic()
         try:
-            version = await self._read_version()
-            runs: dict[str, tuple[Key, datetime]] = {}
-            query = {"status": _SUSPENDED}
-            async for doc in self.collection.find(query, _PROJECTION, batch_size=_BATCH):
-                if (run := self._run(doc)) is not None:
-                    runs[doc["runId"]] = run
-            async with self._lock:
-                self._fill(runs, version)
-        except PyMongoError as exc:
-            log.warning("could not read the counts of suspended runs (kept as before): %s", exc)
+            loaded = await self._read()
+        except Exception as exc:  # a background task's: nobody else would see it
+            log.warning("could not read the counts of suspended runs (kept as before): %r", exc)
             return
         finally:
             self._loading = None
-        seconds = time.monotonic() - started
-        log.info(
-            "counts of suspended runs kept in memory: %d runs, read in %.1f s", len(runs), seconds
-        )
+        if loaded:
+            seconds = time.monotonic() - started
+            log.info(
+                "counts of suspended runs kept in memory: %d runs, read in %.1f s",
+                len(self._runs),
+                seconds,
+            )
 
-    def _fill(self, runs: dict[str, tuple[Key, datetime]], version: IndexVersion) -> None:
-        self._runs = runs
+    async def _read(self) -> bool:
+        """Every suspended entry, then what was written while they were read (a scan is
+        no snapshot: an entry that changed meanwhile may have been met in either state,
+        or not at all); whether the tallies were made."""
+        version = await self._read_version()
+        if not isinstance(version.at, datetime):
+            return False  # nothing written since the index kept versions: nothing to see since
+        runs: dict[str, tuple[Key, datetime]] = {}
+        scopes: dict[Key, Key] = {}
+        query = {"status": _SUSPENDED}
+        async for doc in self.collection.find(query, _PROJECTION, batch_size=_BATCH):
+            if (run := _run(doc, scopes)) is not None:
+                runs[doc["runId"]] = run
+        async with self._lock:
+            self._fill(runs, scopes)
+            if not await self._caught_up(version):
+                self._forget()
+                return False
+            self._version = version
+        return True
+
+    def _fill(self, runs: dict[str, tuple[Key, datetime]], scopes: dict[Key, Key]) -> None:
+        self._runs, self._scopes = runs, scopes
         moments: dict[Key, list[datetime]] = {}
         for scope, created_at in runs.values():
             for key in _keys(scope):
@@ -140,20 +165,12 @@ class SuspendedTallies:
         for listed in moments.values():
             listed.sort()
         self._moments = moments
-        self._version = version
 
     def _forget(self) -> None:
         self._version = None
         self._runs = {}
         self._moments = {}
         self._scopes = {}
-
-    def _run(self, doc: Document) -> tuple[Key, datetime] | None:
-        created_at = doc.get("createdAt")
-        if not isinstance(doc.get("runId"), str) or not isinstance(created_at, datetime):
-            return None  # malformed: not counted by the tallies nor listed by a window
-        scope = tuple((f, doc[f]) for f in _FIELDS if isinstance(doc.get(f), str))
-        return self._scopes.setdefault(scope, scope), created_at
 
     def _put(self, doc: Document) -> None:
         """An entry as it is now: out of the tallies as it was, in them if suspended."""
@@ -163,10 +180,21 @@ class SuspendedTallies:
         if (was := self._runs.pop(run_id, None)) is not None:
             for key in _keys(was[0]):
                 _remove(self._moments, key, was[1])
-        if doc.get("status") == _SUSPENDED and (run := self._run(doc)) is not None:
+        if doc.get("status") == _SUSPENDED and (run := _run(doc, self._scopes)) is not None:
             self._runs[run_id] = run
             for key in _keys(run[0]):
                 bisect.insort(self._moments.setdefault(key, []), run[1])
+        if len(self._scopes) > 2 * len(self._runs) + 1024:  # those of runs gone since
+            self._scopes = {scope: scope for scope, _ in self._runs.values()}
+
+
+def _run(doc: Document, scopes: dict[Key, Key]) -> tuple[Key, datetime] | None:
+    """An entry's scope (the copy in `scopes`, which its runs share) and `createdAt`."""
+    created_at = doc.get("createdAt")
+    if not isinstance(doc.get("runId"), str) or not isinstance(created_at, datetime):
+        return None  # malformed: not counted by the tallies nor listed by a window
+    scope = tuple((f, doc[f]) for f in _FIELDS if isinstance(doc.get(f), str))
+    return scopes.setdefault(scope, scope), created_at
 
 
 def _key(shape: Document) -> Key | None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from suspended_runs.storage import RUNS_COLLECTION, Claim, RunFilter, RunIndex, RunStatus
 from suspended_runs.storage import tallies as tallies_module
+from suspended_runs.storage.queries import Span
 from tests.test_run_index import T0, _approve, entry, read_for_counts
 
 AGENTS, RESOURCES, THREADS = 3, 5, 7
@@ -164,3 +167,66 @@ async def test_the_process_filling_a_new_index_reads_none_until_it_is_done(db) -
     await index.ensure_read_indexes()
     await read_tallies(index)
     assert await index.count(RunFilter()) == 1
+
+
+async def test_what_was_written_while_they_were_read_is_applied_before_they_count(
+    indexes,
+) -> None:
+    """A scan is no snapshot. Here one passes r-299's place while it runs (claimed) and
+    reaches r-010's after it was claimed, though r-299 was put back meanwhile: counted
+    as it was read, no version ever held what it saw. What changed since the version read
+    before it is read again before the tallies count."""
+    first, second = indexes
+    claim = Claim("me", T0, T0 + timedelta(minutes=1))
+    newest = await second.get("r-299")
+    assert newest is not None and await second.take_over(newest, claim)
+    real_find = first.collection.find
+
+    def scan_that_missed_both(query: dict[str, object], *args: object, **kwargs: object):
+        if query != {"status": "SUSPENDED"}:
+            return real_find(query, *args, **kwargs)
+
+        async def docs() -> AsyncIterator[dict[str, object]]:
+            running = await second.get("r-299")
+            assert running is not None
+            back = replace(running, status=RunStatus.SUSPENDED, claim=None)
+            assert await second.settle_seen(running, back)
+            oldest = await second.get("r-010")
+            assert oldest is not None and await second.take_over(oldest, claim)
+            async for doc in real_find(query, *args, **kwargs):
+                if doc["runId"] != "r-299":  # its place was passed before it came back
+                    yield doc
+
+        return docs()
+
+    first.collection.find = scan_that_missed_both
+    tallies = first.tallies
+    assert tallies is not None
+    loaded_at = await first.version()
+    assert await tallies.count({"status": "SUSPENDED"}, Span(), loaded_at) is None  # starts it
+    for _ in range(200):
+        if tallies.loaded:
+            break
+        await asyncio.sleep(0.05)
+    first.collection.find = real_find
+    for run_filter in FILTERS:
+        counted = 0
+        for shape in run_filter.shapes(T0):
+            tallied = await tallies.count(shape, run_filter.span(), loaded_at)
+            assert tallied is not None
+            counted += tallied
+        assert counted == await oracle(first, run_filter), run_filter
+
+
+async def test_a_version_document_made_anew_starts_them_afresh(indexes) -> None:
+    """An operator deleted `suspended_runs_sync`: the next write makes the version anew,
+    its `changes` counted from 1 again, and with a new epoch, so nothing kept against the
+    old one is taken as newer."""
+    first, second = indexes
+    await read_tallies(first)
+    await first.state.delete_one({"_id": "run-index"})
+    seen = await second.get("r-150")
+    assert seen is not None
+    claim = Claim("me", T0, T0 + timedelta(minutes=1))
+    assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    await assert_exact(first)
