@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 import pytest
 
@@ -181,25 +182,7 @@ async def test_what_was_written_while_they_were_read_is_applied_before_they_coun
     newest = await second.get("r-299")
     assert newest is not None and await second.take_over(newest, claim)
     real_find = first.collection.find
-
-    def scan_that_missed_both(query: dict[str, object], *args: object, **kwargs: object):
-        if query != {"status": "SUSPENDED"}:
-            return real_find(query, *args, **kwargs)
-
-        async def docs() -> AsyncIterator[dict[str, object]]:
-            running = await second.get("r-299")
-            assert running is not None
-            back = replace(running, status=RunStatus.SUSPENDED, claim=None)
-            assert await second.settle_seen(running, back)
-            oldest = await second.get("r-010")
-            assert oldest is not None and await second.take_over(oldest, claim)
-            async for doc in real_find(query, *args, **kwargs):
-                if doc["runId"] != "r-299":  # its place was passed before it came back
-                    yield doc
-
-        return docs()
-
-    first.collection.find = scan_that_missed_both
+    first.collection.find = _missing_both(real_find, second, claim)
     tallies = first.tallies
     assert tallies is not None
     loaded_at = await first.version()
@@ -216,6 +199,29 @@ async def test_what_was_written_while_they_were_read_is_applied_before_they_coun
             assert tallied is not None
             counted += tallied
         assert counted == await oracle(first, run_filter), run_filter
+
+
+def _missing_both(real_find: Any, second: RunIndex, claim: Claim) -> Any:
+    """`find`, but the read of every suspended entry is the scan described above."""
+
+    def find(query: dict[str, object], *args: object, **kwargs: object) -> Any:
+        if query != {"status": "SUSPENDED"}:
+            return real_find(query, *args, **kwargs)
+
+        async def docs() -> AsyncIterator[dict[str, object]]:
+            running = await second.get("r-299")
+            assert running is not None
+            back = replace(running, status=RunStatus.SUSPENDED, claim=None)
+            assert await second.settle_seen(running, back)
+            oldest = await second.get("r-010")
+            assert oldest is not None and await second.take_over(oldest, claim)
+            async for doc in real_find(query, *args, **kwargs):
+                if doc["runId"] != "r-299":  # its place was passed before it came back
+                    yield doc
+
+        return docs()
+
+    return find
 
 
 async def test_a_version_document_made_anew_starts_them_afresh(indexes) -> None:
