@@ -130,16 +130,15 @@ class RunCounts:
         since = kept.version.at
         if since is None or kept.version.epoch != version.epoch or not _stamped_state(shape):
             return None
-        # Only `changedAt` is asked (the embedded server scans the collection for a query
-        # whose first field no index leads with); a run keeps its scope, checked here.
+        # A run keeps its scope, so what changed is checked against it here.
         scope = {k: v for k, v in shape.items() if k != "status"}
-        query = {"changedAt": {"$gte": since - _CLOCK_SLACK}}
         fields = {"_id": 0, "createdAt": 1, **{name: 1 for name in scope}}
-        cursor = self.collection.find(query, fields, limit=_MOST_CHANGED + 1)
-        changed = [doc async for doc in cursor if "createdAt" in doc]
-        if len(changed) > _MOST_CHANGED:
+        changed = await written_since(self.collection, since, fields)
+        if changed is None:
             return None
-        moments = [doc["createdAt"] for doc in changed if _in_scope(doc, scope)]
+        moments = [
+            doc["createdAt"] for doc in changed if "createdAt" in doc and _in_scope(doc, scope)
+        ]
         windows: list[tuple[Span, int]] = []
         for window, matches in kept.windows:
             if not any(window.holds(moment) for moment in moments):
@@ -147,6 +146,19 @@ class RunCounts:
                 continue
             windows += await self._pieces(shape, window)
         return tuple(windows)
+
+
+async def written_since(
+    collection: AsyncCollection[Document], since: datetime, fields: Document
+) -> list[Document] | None:
+    """The entries written since `since` (a version's `at`, less `_CLOCK_SLACK`), as
+    `fields`; None when there are more than `_MOST_CHANGED`. Only `changedAt` is asked:
+    the embedded server scans the collection for a query whose first field no index
+    leads with."""
+    query = {"changedAt": {"$gte": since - _CLOCK_SLACK}}
+    cursor = collection.find(query, fields, limit=_MOST_CHANGED + 1)
+    changed = [doc async for doc in cursor]
+    return None if len(changed) > _MOST_CHANGED else changed
 
 
 def _in_scope(doc: Document, scope: Document) -> bool:

@@ -6,8 +6,8 @@ entry: at 100,000 runs a resource's 500 suspended runs cost 30 ms, twice its pag
 tallies are read once, in the background, as every suspended entry's scope and
 `createdAt` (about 6 s of the database's time at 100,000, in batches that let requests
 through); after that a count of any agent, resource, thread or pair of them, within any
-`createdAt` span, is a lookup, and a new version of the index costs one query on
-`changedAt`, as a kept count's does (storage/counts.py). Until they are read, and when
+`createdAt` span, is a lookup, and a new version of the index costs the one query on
+`changedAt` a kept count makes (storage/counts.py, `written_since`). Until they are read, and when
 they cannot be brought up to date (a new epoch, too many changes), counts are taken as
 before. Only SUSPENDED is tallied: every way into or out of it is a stamped write.
 """
@@ -21,11 +21,11 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.counts import IndexVersion
+from suspended_runs.storage.counts import IndexVersion, written_since
 from suspended_runs.storage.queries import Span
 from suspended_runs.storage.types import Document, RunStatus
 
@@ -39,10 +39,6 @@ _SUSPENDED = RunStatus.SUSPENDED.value
 _PROJECTION = {"_id": 0, "runId": 1, "status": 1, "createdAt": 1, **{f: 1 for f in _FIELDS}}
 _BATCH = 500
 """Entries read at a time while loading: each batch is one short turn of the database."""
-_MOST_CHANGED = 2000
-"""Entries written since the last look beyond which the tallies are read afresh."""
-_CLOCK_SLACK = timedelta(seconds=5)
-"""As in counts.py: changes this much before the kept version's write are looked at again."""
 _RELOAD_AFTER = 60.0
 """Seconds between two loads: a first start changes the epoch with every batch it writes."""
 
@@ -82,34 +78,32 @@ class SuspendedTallies:
         return _within(self._moments.get(key, []), span)
 
     async def _current(self, version: IndexVersion) -> bool:
-        """Whether the tallies are exact as of `version` or later, brought up to it."""
+        """Whether the tallies are exact as of `version` or later, brought up to it; if
+        they cannot be (not read, a new epoch, too many changes), forgotten and read soon."""
         async with self._lock:
             kept = self._version
-            if kept is None or kept.epoch != version.epoch or not isinstance(version.at, datetime):
-                self._forget()
-                self._load_soon()
-                return False
-            if kept.token == version.token or kept.changes >= version.changes:
-                return True
-            if not await self._caught_up(kept):
-                self._forget()
-                self._load_soon()
-                return False
-            self._version = version
-            return True
+            if (
+                kept is not None
+                and kept.epoch == version.epoch
+                and isinstance(version.at, datetime)
+            ):
+                if kept.token == version.token or kept.changes >= version.changes:
+                    return True
+                if await self._caught_up(kept):
+                    self._version = version
+                    return True
+            self._forget()
+            self._load_soon()
+            return False
 
     async def _caught_up(self, kept: IndexVersion) -> bool:
         """Every entry written since `kept` put as it is now; False when there are more
-        than `_MOST_CHANGED` (the tallies are then as they were)."""
+        than counts.py's limit (the tallies are then as they were)."""
         assert isinstance(kept.at, datetime)  # a version without one is never kept
-        query = {"changedAt": {"$gte": kept.at - _CLOCK_SLACK}}
-        cursor = self.collection.find(query, _PROJECTION, limit=_MOST_CHANGED + 1)
-        changed = [doc async for doc in cursor]
-        if len(changed) > _MOST_CHANGED:
-            return False
-        for doc in changed:
+        changed = await written_since(self.collection, kept.at, _PROJECTION)
+        for doc in changed or []:
             self._put(doc)
-        return True
+        return changed is not None
 
     def _load_soon(self) -> None:
         idle = self._loading is None or self._loading.done()

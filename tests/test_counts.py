@@ -43,7 +43,6 @@ async def indexes(db, monkeypatch: pytest.MonkeyPatch, tallied: bool) -> tuple[R
     monkeypatch.setattr(counts_module, "_CHUNK", 30)
     # Writes a moment apart (the slack for a new primary's clock would take them all in).
     monkeypatch.setattr(counts_module, "_CLOCK_SLACK", timedelta(0))
-    monkeypatch.setattr(tallies_module, "_CLOCK_SLACK", timedelta(0))
     monkeypatch.setattr(tallies_module, "_RELOAD_AFTER", 0.0)
     collection = db[RUNS_COLLECTION]
     first = RunIndex(collection, retention=timedelta(days=7), tallied=tallied)

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from suspended_runs.storage import RUNS_COLLECTION, Claim, RunFilter, RunIndex, RunStatus
+from suspended_runs.storage import counts as counts_module
 from suspended_runs.storage import tallies as tallies_module
 from suspended_runs.storage.queries import Span
 from tests.test_run_index import T0, _approve, entry, read_for_counts
@@ -39,7 +40,7 @@ FILTERS = [
 async def indexes(db, monkeypatch: pytest.MonkeyPatch) -> tuple[RunIndex, RunIndex]:
     """Two instances' indexes on one database: 300 suspended runs a second apart (some
     with no resource or thread, two at one moment) and 20 completed ones."""
-    monkeypatch.setattr(tallies_module, "_CLOCK_SLACK", timedelta(0))
+    monkeypatch.setattr(counts_module, "_CLOCK_SLACK", timedelta(0))
     monkeypatch.setattr(tallies_module, "_RELOAD_AFTER", 0.0)
     first = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
     await first.ensure_indexes()
@@ -136,7 +137,7 @@ async def test_more_changes_than_they_keep_track_of_are_read_afresh(
 ) -> None:
     first, second = indexes
     caplog.set_level(logging.INFO, logger=tallies_module.__name__)
-    monkeypatch.setattr(tallies_module, "_MOST_CHANGED", 3)
+    monkeypatch.setattr(counts_module, "_MOST_CHANGED", 3)
     await read_tallies(first)
     await second.end_runs([f"r-{i:03d}" for i in range(20, 30)], T0)
     await assert_exact(first)
