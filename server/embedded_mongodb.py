@@ -120,7 +120,7 @@ def _stop_left_behind(pid: int, data_dir: Path) -> None:
     """Stop a server that is not our child: SIGINT (its clean shutdown), then SIGKILL."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGINT)
-        if not _stopped(lambda seconds: _gone_within(pid, seconds), data_dir):
+        if not _stopped(functools.partial(_gone_within, pid), data_dir):
             os.killpg(pid, signal.SIGKILL)  # its own group: started with start_new_session
             _gone_within(pid, _STOPPING_NOTE_EVERY)
 

@@ -62,15 +62,13 @@ _EXPIRY_INTERVAL = timedelta(seconds=60)
 _CLOCK_SKEW = timedelta(minutes=5)
 """How far a run's end (this server's clock) may fall before its start (Mastra's)."""
 _OLD_TTL_INDEX = "expiresAt_1"
+_DELETE_BATCH = 1000
 
 
 def _new_epoch() -> Document:
     """What the version document is made with (an operator may have deleted it): counts
     kept against an earlier one, whose `changes` it restarts, start afresh."""
     return {"epoch": ObjectId()}
-
-
-_DELETE_BATCH = 1000
 
 
 class RunIndex:
