@@ -30,8 +30,9 @@ _NOT_SOURCE = shutil.ignore_patterns(
 )
 
 
-def _run(*args: str | Path) -> str:
-    """Run a command away from this checkout, whose folders would otherwise be importable."""
+def _run(*args: str | Path, stderr: bool = False) -> str:
+    """Run a command away from this checkout, whose folders would otherwise be importable;
+    its output (with `stderr`, its errors' too)."""
     result = subprocess.run(
         [str(a) for a in args],
         capture_output=True,
@@ -41,7 +42,7 @@ def _run(*args: str | Path) -> str:
         cwd=Path(args[0]).parent,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
+    return result.stdout + (result.stderr if stderr else "")
 
 
 @pytest.fixture(scope="module")
@@ -58,12 +59,20 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     venv.create(env, with_pip=True)
     python = env / "bin" / "python"
     _run(python, "-m", "pip", "install", "--quiet", "schema")
-    _run(python, "-m", "pip", "install", "--quiet", "--no-deps", source)
+    # Verbose, so the build backend's own warnings are kept for the test below.
+    build = _run(python, "-m", "pip", "install", "-v", "--no-deps", source, stderr=True)
+    (where / "build.log").write_text(build)
     site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
     (Path(site.strip()) / "zz_test_dependencies.pth").write_text(
         sysconfig.get_paths()["purelib"] + "\n"
     )
     return env
+
+
+def test_a_regular_install_builds_without_a_warning(fresh_venv: Path) -> None:
+    build = (fresh_venv.parent / "build.log").read_text()
+    warnings = [line for line in build.splitlines() if "Warning" in line or "!!" in line]
+    assert not warnings
 
 
 def test_version_from_a_regular_install(fresh_venv: Path) -> None:
@@ -91,7 +100,7 @@ def test_pypi_schema_is_still_pypi_schema(fresh_venv: Path) -> None:
 
 
 def test_a_regular_install_carries_the_inbox_page(fresh_venv: Path) -> None:
-    """The page's files are package data of `suspended_runs.server`, not a package."""
+    """The page's files are package data of `suspended_runs.server.static`."""
     code = "from suspended_runs.server.inbox import STATIC; print(STATIC)"
     static = Path(_run(fresh_venv / "bin" / "python", "-c", code).strip())
     assert str(fresh_venv) in str(static)
