@@ -12,7 +12,7 @@ from suspended_runs.resolvers.budget import CostLimit, RequestBudget, RequestLim
 from suspended_runs.resolvers.bulk import decide_many
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
-from suspended_runs.resolvers.errors import PUBLIC_CODES, BadUserInput
+from suspended_runs.resolvers.errors import PUBLIC_CODES, BadUserInput, DecisionContention
 from suspended_runs.resolvers.expiry import expire_forever
 from suspended_runs.resolvers.operators import cancel_run, release_run
 from suspended_runs.resolvers.outcomes import (
@@ -66,6 +66,7 @@ __all__ = [
     "CancelOutcome",
     "Context",
     "CostLimit",
+    "DecisionContention",
     "DecisionInProgress",
     "DecisionOutcome",
     "DecisionPolicy",

@@ -17,7 +17,7 @@ from typing import Any
 
 from suspended_runs.resolvers.access import Role
 from suspended_runs.resolvers.context import Context
-from suspended_runs.resolvers.errors import BadUserInput
+from suspended_runs.resolvers.errors import BadUserInput, DecisionContention
 from suspended_runs.resolvers.idempotency import answered_once
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
@@ -35,21 +35,16 @@ from suspended_runs.resolvers.outcomes import (
     WrongSuspensionKind,
     kind,
 )
-from suspended_runs.runtime import AgentRuntime, Continuation
-from suspended_runs.runtime.metrics import DECISIONS
-from suspended_runs.storage import (
-    Action,
+from suspended_runs.runtime import (
+    AgentRuntime,
     ArgsRejected,
-    AuditRecord,
-    Decision,
-    DecisionContention,
+    Continuation,
     NotApplied,
     OutcomeUncertain,
     ResumeDataRejected,
-    RunEntry,
-    RunStatus,
-    ToolCall,
 )
+from suspended_runs.runtime.metrics import DECISIONS
+from suspended_runs.storage import Action, AuditRecord, Decision, RunEntry, RunStatus, ToolCall
 
 _ATTEMPTS = 50
 """Lost races before giving up: each loss means another decision on this run was recorded."""

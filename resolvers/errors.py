@@ -1,8 +1,5 @@
-"""GraphQL errors for bad arguments: the one kind of error a client is meant to read.
-
-    GraphQLError
-    ├── BadUserInput     extensions.code = "BAD_USER_INPUT"
-    └── ForbiddenQuery   extensions.code = "FORBIDDEN"   (resolvers/access.py)
+"""GraphQL errors for bad arguments, the one kind of error a client is meant to read, and
+the decision path's own error. The whole tree is drawn in docs/design.md ("Errors").
 
 Everything else that escapes a resolver is an internal error, and the schema masks it.
 """
@@ -11,6 +8,8 @@ from __future__ import annotations
 
 from graphql import GraphQLError
 
+from suspended_runs.storage import SuspendedRunsError
+
 PUBLIC_CODES = frozenset({"BAD_USER_INPUT", "FORBIDDEN"})
 """Codes whose errors reach the client unmasked."""
 
@@ -18,3 +17,7 @@ PUBLIC_CODES = frozenset({"BAD_USER_INPUT", "FORBIDDEN"})
 class BadUserInput(GraphQLError):
     def __init__(self, message: str, *, argument: str) -> None:
         super().__init__(message, extensions={"code": "BAD_USER_INPUT", "argument": argument})
+
+
+class DecisionContention(SuspendedRunsError):
+    """Other decisions on a run kept winning the conditional update; nothing was applied."""

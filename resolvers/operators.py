@@ -25,13 +25,8 @@ from suspended_runs.resolvers.outcomes import (
     WrongRunStatus,
     kind,
 )
-from suspended_runs.storage import (
-    AuditRecord,
-    NotApplied,
-    OutcomeUncertain,
-    RunEntry,
-    RunStatus,
-)
+from suspended_runs.runtime import NotApplied, OutcomeUncertain
+from suspended_runs.storage import AuditRecord, RunEntry, RunStatus
 
 _CANCEL_ATTEMPTS = 3
 

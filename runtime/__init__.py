@@ -3,6 +3,16 @@ behind one interface (`AgentRuntime`), chosen per run by its `runtime`."""
 
 from suspended_runs.runtime.agents import AgentMap, load_agents
 from suspended_runs.runtime.claims import ClaimKeeper, now_ms
+from suspended_runs.runtime.errors import (
+    AgentsNotLoadable,
+    ArgsRejected,
+    ConfigurationError,
+    ContinuationError,
+    NotApplied,
+    OutcomeUncertain,
+    ResumeDataRejected,
+    SnapshotMissing,
+)
 from suspended_runs.runtime.mastra import MastraClient, MastraRuntime, MastraServers, StreamEnd
 from suspended_runs.runtime.protocol import AgentRuntime, Capabilities, Continuation
 from suspended_runs.runtime.python_runtime import PythonRuntime
@@ -11,14 +21,22 @@ from suspended_runs.runtime.runtimes import Runtimes
 __all__ = [
     "AgentMap",
     "AgentRuntime",
+    "AgentsNotLoadable",
+    "ArgsRejected",
     "Capabilities",
     "ClaimKeeper",
+    "ConfigurationError",
     "Continuation",
+    "ContinuationError",
     "MastraClient",
     "MastraRuntime",
     "MastraServers",
+    "NotApplied",
+    "OutcomeUncertain",
     "PythonRuntime",
+    "ResumeDataRejected",
     "Runtimes",
+    "SnapshotMissing",
     "StreamEnd",
     "load_agents",
     "now_ms",

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic_ai import Agent
 
-from suspended_runs.storage import AgentsNotLoadable
+from suspended_runs.runtime.errors import AgentsNotLoadable
 
 AgentMap = Mapping[str, Agent[Any, Any]]
 

@@ -21,20 +21,10 @@ from typing import Any
 import httpx
 
 from suspended_runs.runtime.claims import ClaimKeeper
+from suspended_runs.runtime.errors import ArgsRejected, NotApplied, OutcomeUncertain
 from suspended_runs.runtime.metrics import MASTRA_ERRORS, MASTRA_SECONDS
 from suspended_runs.runtime.protocol import Capabilities, Continuation
-from suspended_runs.storage import (
-    Action,
-    ArgsRejected,
-    NotApplied,
-    Outcome,
-    OutcomeUncertain,
-    RunEntry,
-    RunStatus,
-    Runtime,
-    Storage,
-    ToolCall,
-)
+from suspended_runs.storage import Action, Outcome, RunEntry, RunStatus, Runtime, Storage, ToolCall
 
 log = logging.getLogger(__name__)
 

@@ -23,17 +23,15 @@ from pydantic_ai.run import AgentRunResult
 
 from suspended_runs.runtime.agents import AgentMap
 from suspended_runs.runtime.claims import ClaimKeeper
+from suspended_runs.runtime.errors import ArgsRejected, ResumeDataRejected, SnapshotMissing
 from suspended_runs.runtime.protocol import Capabilities, Continuation
 from suspended_runs.storage import (
     PYTHON_RUN_WORKFLOW,
     Action,
-    ArgsRejected,
     Outcome,
-    ResumeDataRejected,
     RunEntry,
     RunStatus,
     Runtime,
-    SnapshotMissing,
     Storage,
     ToolCall,
 )

@@ -2,6 +2,13 @@
 
 from suspended_runs.server.app import create_app
 from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
+from suspended_runs.server.errors import EmbeddedMongoDBError, Unauthenticated
 from suspended_runs.server.settings import Settings
 
-__all__ = ["EmbeddedMongoDB", "Settings", "create_app"]
+__all__ = [
+    "EmbeddedMongoDB",
+    "EmbeddedMongoDBError",
+    "Settings",
+    "Unauthenticated",
+    "create_app",
+]

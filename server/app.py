@@ -32,6 +32,7 @@ from suspended_runs.resolvers import Context, Principal, RequestBudget, expire_f
 from suspended_runs.runtime import (
     AgentMap,
     ClaimKeeper,
+    ConfigurationError,
     MastraClient,
     MastraRuntime,
     PythonRuntime,
@@ -47,7 +48,7 @@ from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
 from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
 from suspended_runs.server.metrics import metrics_app
 from suspended_runs.server.settings import Settings
-from suspended_runs.storage import ConfigurationError, Runtime, Storage
+from suspended_runs.storage import Runtime, Storage
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,8 @@ from typing import Any
 import jwt
 
 from suspended_runs.resolvers import OPEN_ACCESS, Principal, Role, Scope
-from suspended_runs.storage import ConfigurationError, Unauthenticated
+from suspended_runs.runtime import ConfigurationError
+from suspended_runs.server.errors import Unauthenticated
 
 log = logging.getLogger(__name__)
 

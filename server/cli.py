@@ -15,8 +15,8 @@ from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 
+from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server.settings import Settings, load_settings
-from suspended_runs.storage import ConfigurationError
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ def _database(settings: Settings, *, reuse_running: bool) -> Iterator[Settings]:
         yield settings
         return
     from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
-    from suspended_runs.storage import EmbeddedMongoDBError
+    from suspended_runs.server.errors import EmbeddedMongoDBError
 
     running = EmbeddedMongoDB.running_in(settings.data_dir) if reuse_running else None
     if running is not None:

@@ -29,7 +29,7 @@ from typing import NoReturn
 from pymongo import MongoClient
 from pymongo.errors import PyMongoError
 
-from suspended_runs.storage import EmbeddedMongoDBError
+from suspended_runs.server.errors import EmbeddedMongoDBError
 
 log = logging.getLogger(__name__)
 

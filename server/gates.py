@@ -16,7 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from suspended_runs.resolvers import Principal
 from suspended_runs.server.auth import Authenticator
-from suspended_runs.storage import Unauthenticated
+from suspended_runs.server.errors import Unauthenticated
 
 log = logging.getLogger(__name__)
 

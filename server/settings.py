@@ -11,10 +11,10 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from suspended_runs.resolvers import DecisionPolicy, RequestLimits
-from suspended_runs.runtime import MastraServers
+from suspended_runs.runtime import ConfigurationError, MastraServers
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
-from suspended_runs.storage import ConfigurationError, SyncMode
+from suspended_runs.storage import SyncMode
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 """The Host names served by default when serving on a loopback address."""

@@ -10,9 +10,9 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
+from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server import Settings, create_app
 from suspended_runs.server.settings import load_settings
-from suspended_runs.storage import ConfigurationError
 from tests.helpers import running_app, wait_ready
 
 

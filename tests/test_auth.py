@@ -19,9 +19,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 from pydantic import SecretStr
 
+from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server import Settings, auth, create_app
 from suspended_runs.server.auth import new_api_key
-from suspended_runs.storage import ConfigurationError
 from tests.helpers import eventually, suspended_doc
 
 SECRET = "test-secret-that-is-long-enough-for-hs256"

@@ -78,3 +78,61 @@ def test_all_is_sorted_and_complete(layer: str) -> None:
     ]
     assert set(exported) == imported
     assert exported == sorted(exported, key=lambda name: (not name.isupper(), name))
+
+
+def _class_bases() -> dict[str, set[str]]:
+    bases: dict[str, set[str]] = {}
+    for path in _modules(*LAYERS):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                names = {b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases}
+                bases[node.name] = names
+    return bases
+
+
+def _exception_classes() -> set[str]:
+    """Every class in the five layers that derives, within them, from an exception."""
+    bases = _class_bases()
+    errors: set[str] = set()
+    roots = {"Exception", "ValueError", "GraphQLError"}
+    while True:
+        more = {n for n, b in bases.items() if b & (roots | errors)} - errors
+        if not more:
+            return errors
+        errors |= more
+
+
+def test_the_error_tree_in_the_design_names_every_error_class() -> None:
+    design = (ROOT / "docs" / "design.md").read_text()
+    tree = design.split("## Errors", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    drawn = {line.split("── ", 1)[1].split()[0] for line in tree.splitlines() if "── " in line}
+    assert drawn - {"GraphQLError"} == _exception_classes()
+
+
+def test_each_error_is_defined_in_a_layer_that_raises_it() -> None:
+    """An error lives in the lowest layer that raises it or one of its subclasses."""
+    defined = {
+        node.name: path.relative_to(ROOT).parts[0]
+        for path in _modules(*LAYERS)
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name in _exception_classes()
+    }
+    raised: dict[str, set[str]] = {}
+    for path in _modules(*LAYERS):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+                func = node.exc.func
+                if isinstance(func, ast.Name) and func.id in defined:
+                    raised.setdefault(func.id, set()).add(path.relative_to(ROOT).parts[0])
+    bases = _class_bases()
+    for _ in defined:  # a subclass's layers reach every ancestor, however deep
+        for name, layers in list(raised.items()):
+            for base in bases.get(name, set()) & set(defined):
+                raised.setdefault(base, set()).update(layers)
+    order = ("storage", "runtime", "resolvers", "schema", "server")
+    misplaced = {
+        name: (defined[name], sorted(layers))
+        for name, layers in raised.items()
+        if min(order.index(layer) for layer in layers) != order.index(defined[name])
+    }
+    assert not misplaced

@@ -8,8 +8,7 @@ import pytest
 from pydantic_ai import Agent
 from pydantic_ai.models.function import FunctionModel
 
-from suspended_runs.runtime import load_agents
-from suspended_runs.storage import AgentsNotLoadable
+from suspended_runs.runtime import AgentsNotLoadable, load_agents
 from tests.helpers import Server
 
 START = """mutation($agent: ID!, $prompt: String!) {
