@@ -1,12 +1,8 @@
 """Result unions of the mutations: the run's next resting state, or why nothing was done.
 
-    ToolCallDecisionResult = RunDecided | RunNotFound | RunNotSuspended | ToolCallNotFound
-                           | WrongSuspensionKind | AlreadyDecided | ExecutorUnavailable
-                           | Forbidden
-    ResumeRunResult        = the same | InvalidResumeData
-    StartRunResult         = RunStarted | ExecutorUnavailable | Forbidden
-    ReconcileResult        = RunsReconciled | Forbidden
-
+Each mutation answers a union of its own (`ToolCallDecisionResult`, `ResumeRunResult`,
+`StartRunResult`, `ReleaseRunResult`, `CancelRunResult`, `ReconcileResult`); the members of
+each are listed where they are read, in schema/schema.graphql, exported from this code.
 Every "nothing was done" member implements `Problem { message }`.
 """
 

@@ -6,8 +6,9 @@ The tag is a hash of the operation, its variables, the caller (subject, role and
 what this deployment serves (its registered agents) and the run index's version. The
 version lives in the database and is new after every write to the index, by any instance
 or by the follower applying Mastra's changes (storage/run_index.py), and when time alone
-changes an answer (a lease running out, an entry the TTL index deletes); so a tag from one
-instance is checked by another, and goes stale within the sync's latency.
+changes an answer (a lease running out, a finished entry deleted at the end of its
+retention); so a tag from one instance is checked by another, and goes stale within the
+follower's latency.
 
 Only operations whose every root field reads the run index alone are tagged
 (`CACHEABLE_FIELDS`); anything else (mutations, the decision log, introspection) is
