@@ -15,8 +15,15 @@ ensure_venv() {  # ensure_venv [EXTRAS]   e.g. ensure_venv dev
         stamp=".venv/.installed-dev"
     fi
     if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-        .venv/bin/python -m pip install --quiet --upgrade pip
-        .venv/bin/python -m pip install --quiet -e "$spec"
+        # setuptools' notes on an editable install of a package-dir layout ("Editable
+        # installation ...") are not for a user: the output is shown only when pip fails.
+        local log=".venv/install.log"
+        if ! { .venv/bin/python -m pip install --quiet --upgrade pip \
+            && .venv/bin/python -m pip install --quiet -e "$spec"; } >"$log" 2>&1; then
+            cat "$log" >&2
+            echo "suspended-runs: installing into .venv failed (the output above is in $log)" >&2
+            exit 1
+        fi
         touch "$stamp"
     fi
 }
