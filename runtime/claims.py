@@ -1,6 +1,6 @@
 """Claims held by this process: one keeper for every runtime.
 
-A decision that completes a run's pending calls claims it (storage/run_index.py); the
+A decision that completes a run's pending calls claims it (storage/index/run_index.py); the
 holder continues it. The lease is renewed while the work goes on, so only a run whose
 process died (and stopped renewing) shows as STALLED, and is reported, never re-run.
 """

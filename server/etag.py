@@ -5,7 +5,7 @@ may see has changed.
 The tag is a hash of the operation, its variables, the caller (subject, role and scope),
 what this deployment serves (its registered agents) and the run index's version. The
 version lives in the database and is new after every write to the index, by any instance
-or by the follower applying Mastra's changes (storage/run_index.py), and when time alone
+or by the follower applying Mastra's changes (storage/index/run_index.py), and when time alone
 changes an answer (a lease running out, a finished entry deleted at the end of its
 retention); so a tag from one instance is checked by another, and goes stale within the
 follower's latency.

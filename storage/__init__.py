@@ -3,15 +3,15 @@
 Imports nothing of the other layers.
 """
 
+from suspended_runs.storage.audit.decision_log import AuditRecord, DecisionLog, KeyUse
 from suspended_runs.storage.database import Storage, connect
-from suspended_runs.storage.decision_log import AuditRecord, DecisionLog, KeyUse
-from suspended_runs.storage.entries import Action, Claim, Decision, Outcome, RunEntry, ToolCall
 from suspended_runs.storage.errors import InvalidCursor, MalformedSnapshot, SuspendedRunsError
-from suspended_runs.storage.python_runs import PythonSnapshots
-from suspended_runs.storage.queries import Cursor, RunFilter
-from suspended_runs.storage.run_index import RunIndex
-from suspended_runs.storage.snapshots import extract_entry, parse_snapshot
-from suspended_runs.storage.sync import ReconcileReport, SnapshotSync, SyncMode
+from suspended_runs.storage.follower.follower import ReconcileReport, SnapshotSync, SyncMode
+from suspended_runs.storage.index.entry import Action, Claim, Decision, Outcome, RunEntry, ToolCall
+from suspended_runs.storage.index.filters import Cursor, RunFilter
+from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.snapshots.extraction import extract_entry, parse_snapshot
+from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
     IDEMPOTENCY_COLLECTION,

@@ -8,10 +8,10 @@ from datetime import timedelta
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from suspended_runs.storage.decision_log import DecisionLog
-from suspended_runs.storage.python_runs import PythonSnapshots
-from suspended_runs.storage.run_index import RunIndex
-from suspended_runs.storage.sync import SnapshotSync, SyncMode
+from suspended_runs.storage.audit.decision_log import DecisionLog
+from suspended_runs.storage.follower.follower import SnapshotSync, SyncMode
+from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
     IDEMPOTENCY_COLLECTION,

@@ -1,4 +1,4 @@
-"""Counts kept and brought up to date (storage/counts.py): exact after any write, in any
+"""Counts kept and brought up to date (storage/index/counts.py): exact after any write, in any
 process, and after a write only the windows holding a changed entry are counted again."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from suspended_runs.storage import (
     RunIndex,
     RunStatus,
 )
-from suspended_runs.storage import counts as counts_module
-from suspended_runs.storage import tallies as tallies_module
+from suspended_runs.storage.index import counts as counts_module
+from suspended_runs.storage.index import tallies as tallies_module
 from tests.test_run_index import T0, _approve, entry, read_for_counts
 
 FILTERS = [

@@ -1,6 +1,6 @@
-"""Many instances, one follower (storage/sync.py, FollowerLease): instances on one database
-elect the follower by a lease in the database; the others stand by, and one takes over
-within a few seconds when the follower dies."""
+"""Many instances, one follower (storage/follower/follower.py, FollowerLease): instances on
+one database elect the follower by a lease in the database; the others stand by, and one
+takes over within a few seconds when the follower dies."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Keyset cursors and filters (storage/queries.py), and every list the run index answers."""
+"""Keyset cursors and filters (storage/index/filters.py), and every list the run index answers."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_from_date_is_inclusive_at_millisecond_precision() -> None:
     assert query["createdAt"] == {"$gt": datetime(2026, 1, 1, 0, 0, 0, 5000, tzinfo=UTC)}
 
 
-# -- every list shape and paging mode against a plain oracle (storage/run_index.py) ------
+# -- every list shape and paging mode against a plain oracle (storage/index/run_index.py) ------
 
 T = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 MOMENTS = [

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import uuid
 
-from suspended_runs.storage.run_id_ranges import PREFIXES, RunIdRanges
+from suspended_runs.storage.follower.ranges import PREFIXES, RunIdRanges
 
 
 def _in(run_id: str, query: dict[str, dict[str, str]]) -> bool:

@@ -1,4 +1,4 @@
-"""The run index (storage/run_index.py): the writes that must not undo each other."""
+"""The run index (storage/index/run_index.py): the writes that must not undo each other."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Decisions whose answer is lost, against a real Mastra server (storage/settlement.py,
+"""Decisions whose answer is lost, against a real Mastra server (storage/follower/settling.py,
 runtime/mastra.py): the caller is told the outcome is unknown, no second decision is
 forwarded, and the run is settled from its snapshot once Mastra moves it on."""
 

@@ -8,8 +8,8 @@ from typing import Any
 from bson import BSON
 
 from suspended_runs.storage import extract_entry
-from suspended_runs.storage.snapshot_reader import SnapshotReader
-from suspended_runs.storage.snapshots import SMALL_SNAPSHOT_BYTES
+from suspended_runs.storage.snapshots.extraction import SMALL_SNAPSHOT_BYTES
+from suspended_runs.storage.snapshots.reader import SnapshotReader
 from tests.helpers import load_snapshots, suspended_doc
 
 

@@ -1,4 +1,4 @@
-"""Discovery rules of storage/snapshots.py, one document at a time (no database)."""
+"""Discovery rules of storage/snapshots/extraction.py, one document at a time (no database)."""
 
 from __future__ import annotations
 

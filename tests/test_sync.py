@@ -1,4 +1,5 @@
-"""The snapshot follower (storage/sync.py), watched through the API while the app runs."""
+"""The snapshot follower (storage/follower/follower.py), watched through the API while the
+app runs."""
 
 from __future__ import annotations
 
@@ -95,7 +96,7 @@ async def test_malformed_snapshots_are_skipped_and_logged_and_never_fail_a_query
     ]
     await snapshots.insert_many([good, *broken])
     # Extraction (and its log line) lives beside the settling of runs in doubt, which uses it.
-    with caplog.at_level(logging.WARNING, logger="suspended_runs.storage.settlement"):
+    with caplog.at_level(logging.WARNING, logger="suspended_runs.storage.follower.settling"):
         gql = make_gql(await start_app(settings))
         await snapshots.insert_one(suspended_doc("bad-live", snapshot="{still not json"))
         await snapshots.insert_one(suspended_doc("good-live"))
@@ -363,7 +364,8 @@ async def test_a_stream_busy_after_a_first_start_goes_on_and_loses_nothing(
 ) -> None:
     """Changes still coming when the first start has read them for `_REPLAY_SECONDS`: the
     stream opened before it goes on (one opened later would miss the rest)."""
-    from suspended_runs.storage import SnapshotSync, sync
+    from suspended_runs.storage import SnapshotSync
+    from suspended_runs.storage.follower import follower as sync
 
     monkeypatch.setattr(sync, "_REPLAY_SECONDS", 0.0)  # busy at the first change read
     reconcile = SnapshotSync.reconcile
@@ -485,7 +487,7 @@ async def test_the_follower_reads_only_what_extraction_needs(db, snapshots) -> N
     from bson import BSON, json_util
 
     from suspended_runs.storage import RunIndex, SnapshotSync, extract_entry
-    from suspended_runs.storage.snapshots import SMALL_SNAPSHOT_BYTES
+    from suspended_runs.storage.snapshots.extraction import SMALL_SNAPSHOT_BYTES
 
     docs = load_snapshots() + load_snapshots("durable_snapshots.extjson")
     strings = [
@@ -519,7 +521,7 @@ async def test_a_large_collection_is_read_in_chunks_that_miss_no_run(
     query before answering), as narrow as its density asks: any id falls in one."""
     from bson import json_util
 
-    from suspended_runs.storage import run_id_ranges
+    from suspended_runs.storage.follower import ranges as run_id_ranges
 
     monkeypatch.setattr(run_id_ranges, "_MATCHES_PER_QUERY", 1)  # many narrow ranges
     ids = ["00a", "0", "-x", "Zed", "9f-1", "a0", "ff", "ffff", "g-run", "~", "", "é"]

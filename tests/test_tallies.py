@@ -1,4 +1,4 @@
-"""The tallies of suspended runs (storage/tallies.py): once read, every shape and span is
+"""The tallies of suspended runs (storage/index/tallies.py): once read, every shape and span is
 counted from memory, exactly, through writes from any process, epochs and bursts."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from suspended_runs.storage import RUNS_COLLECTION, Claim, RunFilter, RunIndex, RunStatus
-from suspended_runs.storage import counts as counts_module
-from suspended_runs.storage import tallies as tallies_module
-from suspended_runs.storage.queries import Span
+from suspended_runs.storage.index import counts as counts_module
+from suspended_runs.storage.index import tallies as tallies_module
+from suspended_runs.storage.index.filters import Span
 from tests.test_run_index import T0, _approve, entry, read_for_counts
 
 AGENTS, RESOURCES, THREADS = 3, 5, 7

@@ -18,9 +18,9 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.entries import Outcome, RunEntry
-from suspended_runs.storage.run_index import RunIndex
-from suspended_runs.storage.snapshots import extract_entry
+from suspended_runs.storage.index.entry import Outcome, RunEntry
+from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.snapshots.extraction import extract_entry
 from suspended_runs.storage.types import MASTRA_RUN_WORKFLOWS, Document, RunStatus, Runtime
 
 log = logging.getLogger(__name__)

@@ -28,8 +28,8 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.entries import RunEntry
-from suspended_runs.storage.snapshots import extract_entry
+from suspended_runs.storage.index.entry import RunEntry
+from suspended_runs.storage.snapshots.extraction import extract_entry
 from suspended_runs.storage.types import PYTHON_RUN_WORKFLOW, Document
 
 LAYOUT = 1

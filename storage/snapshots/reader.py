@@ -20,7 +20,7 @@ import bson
 from bson.raw_bson import RawBSONDocument
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.snapshots import SMALL_SNAPSHOT_BYTES, reading_stage
+from suspended_runs.storage.snapshots.extraction import SMALL_SNAPSHOT_BYTES, reading_stage
 from suspended_runs.storage.types import Document
 
 _BATCH = 100

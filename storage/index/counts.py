@@ -20,7 +20,7 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.queries import Span, WindowWalk, remember, shape_key
+from suspended_runs.storage.index.filters import Span, WindowWalk, remember, shape_key
 from suspended_runs.storage.types import Document, RunStatus
 
 STAMP: Document = {"$currentDate": {"changedAt": True}}

@@ -3,7 +3,7 @@
 `extract_entry` is the one function every writer of the run index uses, so the index can
 always be rebuilt from the snapshots. For Mastra's documents it mirrors
 `Agent.listSuspendedRuns()` of `@mastra/core` (see docs/design.md, "Snapshot documents"); for
-this server's own Python runs it reads the layout that `storage/python_runs.py` writes.
+this server's own Python runs it reads the layout that `storage/snapshots/python_runs.py` writes.
 It is pure: no I/O, no clock.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from suspended_runs.storage.entries import RunEntry, ToolCall
 from suspended_runs.storage.errors import MalformedSnapshot
+from suspended_runs.storage.index.entry import RunEntry, ToolCall
 from suspended_runs.storage.types import (
     MASTRA_RUN_WORKFLOWS,
     PYTHON_RUN_WORKFLOW,

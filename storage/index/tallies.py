@@ -7,9 +7,9 @@ tallies are read once, in the background, as every suspended entry's scope and
 `createdAt` (about 6 s of the database's time at 100,000, in batches that let requests
 through); after that a count of any agent, resource, thread or pair of them, within any
 `createdAt` span, is a lookup, and a new version of the index costs the one query on
-`changedAt` a kept count makes (storage/counts.py, `written_since`). Until they are read, and when
-they cannot be brought up to date (a new epoch, too many changes), counts are taken as
-before. Only SUSPENDED is tallied: every way into or out of it is a stamped write.
+`changedAt` a kept count makes (storage/index/counts.py, `written_since`). Until they are
+read, and when they cannot be brought up to date (a new epoch, too many changes), counts
+are taken as before. Only SUSPENDED is tallied: every way into or out of it is a stamped write.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from datetime import datetime
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.counts import IndexVersion, written_since
-from suspended_runs.storage.queries import Span
+from suspended_runs.storage.index.counts import IndexVersion, written_since
+from suspended_runs.storage.index.filters import Span
 from suspended_runs.storage.types import Document, RunStatus
 
 log = logging.getLogger(__name__)

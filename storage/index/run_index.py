@@ -29,9 +29,9 @@ from pymongo.results import (
     UpdateResult,
 )
 
-from suspended_runs.storage.counts import STAMP, IndexVersion, RunCounts
-from suspended_runs.storage.entries import Claim, RunEntry
-from suspended_runs.storage.queries import (
+from suspended_runs.storage.index.counts import STAMP, IndexVersion, RunCounts
+from suspended_runs.storage.index.entry import Claim, RunEntry
+from suspended_runs.storage.index.filters import (
     RUN_INDEXES,
     SORT,
     Cursor,
@@ -41,7 +41,7 @@ from suspended_runs.storage.queries import (
     remember,
     shape_key,
 )
-from suspended_runs.storage.tallies import SuspendedTallies
+from suspended_runs.storage.index.tallies import SuspendedTallies
 from suspended_runs.storage.types import FINISHED, SYNC_STATE_COLLECTION, Document, RunStatus
 
 log = logging.getLogger(__name__)
@@ -246,9 +246,9 @@ class RunIndex:
         version: IndexVersion | None = None,
     ) -> int:
         """How many runs `run_filter` selects, exact as of `version` (read now if None):
-        suspended runs from the tallies of every shape (storage/tallies.py) once they are
+        suspended runs from the tallies of every shape (storage/index/tallies.py) once they are
         read, else kept per filter, and brought up to date from what changed
-        (storage/counts.py)."""
+        (storage/index/counts.py)."""
         now = now or datetime.now(UTC)
         version = version or await self.version()
         span = run_filter.span()

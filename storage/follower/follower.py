@@ -30,12 +30,12 @@ from pymongo.asynchronous.change_stream import AsyncChangeStream
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from suspended_runs.storage.entries import RunEntry
-from suspended_runs.storage.run_id_ranges import RunIdRanges
-from suspended_runs.storage.run_index import RunIndex
-from suspended_runs.storage.settlement import Settlement, extract_or_log
-from suspended_runs.storage.snapshot_reader import SnapshotReader
-from suspended_runs.storage.snapshots import extraction_projection
+from suspended_runs.storage.follower.ranges import RunIdRanges
+from suspended_runs.storage.follower.settling import Settlement, extract_or_log
+from suspended_runs.storage.index.entry import RunEntry
+from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.snapshots.extraction import extraction_projection
+from suspended_runs.storage.snapshots.reader import SnapshotReader
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
