@@ -255,7 +255,7 @@ class MastraRuntime:
         return moved
 
     async def settle(self, claimed: RunEntry) -> RunEntry | None:
-        return await self.storage.sync.settlement.moved_on(claimed)
+        return await self.storage.sync.moved_on(claimed)
 
     async def release(self, entry: RunEntry) -> RunEntry:
         current = await self.storage.sync.current_entry(entry.run_id)

@@ -550,6 +550,11 @@ class SnapshotSync:
         doc = await self.settlement.mastra_snapshot(run_id)
         return extract_or_log(doc) if doc else None
 
+    async def moved_on(self, claimed: RunEntry) -> RunEntry | None:
+        """Where a claimed Mastra run came to rest, by its snapshot (see `Settlement`): what
+        a runtime asks, so it never reaches into the follower's parts."""
+        return await self.settlement.moved_on(claimed)
+
     async def refresh(self, run_id: str) -> None:
         """Bring a run's entry in line with its snapshot (after a Mastra call that failed)."""
         doc = await self.settlement.mastra_snapshot(run_id)
