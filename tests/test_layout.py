@@ -4,6 +4,7 @@ and each layer's `__all__` is sorted and names what it imports."""
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -80,10 +81,16 @@ def test_all_is_sorted_and_complete(layer: str) -> None:
     assert exported == sorted(exported, key=lambda name: (not name.isupper(), name))
 
 
+@functools.cache
+def _parsed_layers() -> tuple[tuple[Path, ast.Module], ...]:
+    """Each module of the five layers, parsed once for every check below."""
+    return tuple((path, ast.parse(path.read_text())) for path in _modules(*LAYERS))
+
+
 def _class_bases() -> dict[str, set[str]]:
     bases: dict[str, set[str]] = {}
-    for path in _modules(*LAYERS):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for _path, tree in _parsed_layers():
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 names = {b.id if isinstance(b, ast.Name) else ast.unparse(b) for b in node.bases}
                 bases[node.name] = names
@@ -111,15 +118,16 @@ def test_the_error_tree_in_the_design_names_every_error_class() -> None:
 
 def test_each_error_is_defined_in_a_layer_that_raises_it() -> None:
     """An error lives in the lowest layer that raises it or one of its subclasses."""
+    errors = _exception_classes()
     defined = {
         node.name: path.relative_to(ROOT).parts[0]
-        for path in _modules(*LAYERS)
-        for node in ast.walk(ast.parse(path.read_text()))
-        if isinstance(node, ast.ClassDef) and node.name in _exception_classes()
+        for path, tree in _parsed_layers()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and node.name in errors
     }
     raised: dict[str, set[str]] = {}
-    for path in _modules(*LAYERS):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for path, tree in _parsed_layers():
+        for node in ast.walk(tree):
             if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
                 func = node.exc.func
                 if isinstance(func, ast.Name) and func.id in defined:
@@ -155,8 +163,8 @@ def _over_the_limits() -> set[str]:
     for path in sorted(p for layer in LAYERS for p in (ROOT / layer).rglob("*")):
         if path.suffix in (".py", ".js") and len(path.read_text().splitlines()) > MAX_MODULE_LINES:
             over.add(str(path.relative_to(ROOT)))
-    for path in _modules(*LAYERS):
-        for node in ast.walk(ast.parse(path.read_text())):
+    for _path, tree in _parsed_layers():
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 public = [
                     f
