@@ -66,4 +66,4 @@ async def reconcile(context: Context) -> ReconcileReport | Forbidden:
         return Forbidden(Role.ADMIN.value, "reconciling needs the admin role")
     if not context.principal.scope.unrestricted:
         return Forbidden(Role.ADMIN.value, 'reconciling needs an admin whose scope is "all"')
-    return await context.storage.sync.reconcile()
+    return await context.storage.follower.reconcile()

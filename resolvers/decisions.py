@@ -137,7 +137,7 @@ async def _apply(
     decided = entry.with_decision(call_id, decision)
     last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
     claim = context.runtimes.claims.new_claim(now) if last else None
-    if not await context.storage.runs.apply_decision(entry, decided, claim):
+    if not await context.storage.runs.claims.apply_decision(entry, decided, claim):
         return None
     decided = replace(decided, version=entry.version + 1)
     record_id = await _audit(context, request, now, call_id, _APPLIED)

@@ -43,10 +43,10 @@ async def expire_due(context: Context) -> int:
     policy, runs, now = context.policy, context.storage.runs, context.runtimes.claims.clock()
     due: list[RunEntry] = []
     for agent, timeout in policy.agent_timeouts.items():
-        due += await runs.suspended_before(now - timeout, agent_ids=[agent], limit=_BATCH)
+        due += await runs.claims.suspended_before(now - timeout, agent_ids=[agent], limit=_BATCH)
     if policy.timeout is not None:
         others = sorted(policy.agent_timeouts)
-        due += await runs.suspended_before(
+        due += await runs.claims.suspended_before(
             now - policy.timeout, exclude_agent_ids=others, limit=_BATCH
         )
     declined = 0

@@ -44,7 +44,7 @@ async def release_run(context: Context, run_id: str, reason: str | None) -> Rele
             "whose outcome is unknown, can be released",
         )
     after = await context.runtimes.for_run(entry).release(entry)
-    if not await context.storage.runs.settle_seen(entry, after):
+    if not await context.storage.runs.claims.settle_seen(entry, after):
         return WrongRunStatus(run_id, status, f"run {run_id} changed meanwhile: look again")
     outcome = RunReleased(replace(after, version=entry.version + 1))
     await _audit(context, "release", run_id, reason, kind(outcome))
@@ -80,7 +80,7 @@ async def _take_to_cancel(
                 f"run {run_id} is {status.value}: only a SUSPENDED or STALLED run can be cancelled",
             )
         claim = claims.new_claim(claims.clock())
-        if await context.storage.runs.take_over(entry, claim):
+        if await context.storage.runs.claims.take_over(entry, claim):
             version = entry.version + 1
             return entry, replace(entry, status=RunStatus.RUNNING, claim=claim, version=version)
     return WrongRunStatus(run_id, status, f"run {run_id} keeps changing: look again")

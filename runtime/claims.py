@@ -36,7 +36,9 @@ class ClaimKeeper:
     def kept(self, run_id: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Renew the claim of `run_id` every third of the lease while the block runs."""
         return self.renewing(
-            lambda: self.runs.renew_claim(run_id, self.instance_id, self.clock() + self.lease)
+            lambda: self.runs.claims.renew_claim(
+                run_id, self.instance_id, self.clock() + self.lease
+            )
         )
 
     @contextlib.asynccontextmanager
@@ -58,4 +60,4 @@ class ClaimKeeper:
 
     async def settle(self, entry: RunEntry) -> bool:
         """Write where a claimed run came to rest, if this process still holds its claim."""
-        return await self.runs.settle(entry, self.instance_id)
+        return await self.runs.claims.settle(entry, self.instance_id)

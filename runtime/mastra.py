@@ -255,10 +255,10 @@ class MastraRuntime:
         return moved
 
     async def settle(self, claimed: RunEntry) -> RunEntry | None:
-        return await self.storage.sync.moved_on(claimed)
+        return await self.storage.follower.moved_on(claimed)
 
     async def release(self, entry: RunEntry) -> RunEntry:
-        current = await self.storage.sync.current_entry(entry.run_id)
+        current = await self.storage.follower.current_entry(entry.run_id)
         if current is not None:  # suspended: its calls as Mastra holds them now, undecided
             return replace(current, version=entry.version, claim=None).decided_as(entry)
         moved = await self.settle(entry)
@@ -273,7 +273,7 @@ class MastraRuntime:
         """
         sent = False
         for _ in range(_MAX_DECLINES):
-            current = await self.storage.sync.current_entry(claimed.run_id)
+            current = await self.storage.follower.current_entry(claimed.run_id)
             approvals = [c for c in current.tool_calls if c.requires_approval] if current else []
             if current is None or not approvals:
                 break
@@ -311,7 +311,7 @@ class MastraRuntime:
         moved = await self.settle(claimed)
         if moved is not None and await self.claims.settle(moved):
             return moved
-        await self.storage.runs.mark_outcome_unknown(claimed.run_id, self.claims.instance_id)
+        await self.storage.runs.claims.mark_outcome_unknown(claimed.run_id, self.claims.instance_id)
         log.warning(
             "a decision's outcome is unknown; the run stays claimed until its snapshot moves",
             extra={"runId": claimed.run_id, "reason": str(failure)},
@@ -325,4 +325,4 @@ class MastraRuntime:
         )
         if await self.claims.settle(replace(seen, claim=None)):
             # Mastra may have moved the run on although the call failed: look.
-            await self.storage.sync.refresh(seen.run_id)
+            await self.storage.follower.refresh(seen.run_id)

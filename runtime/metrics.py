@@ -118,13 +118,13 @@ async def refresh(storage: Storage) -> None:
         states = {status, RunStatus.STALLED} if status is RunStatus.RUNNING else {status}
         count = await storage.runs.count(RunFilter(statuses=frozenset(states)), now=now)
         INDEX_ENTRIES.labels(status=status.value).set(count)
-    claimed = await storage.runs.claimed()
+    claimed = await storage.runs.claims.claimed()
     STALLED.set(sum(entry.status_at(now) is RunStatus.STALLED for entry in claimed))
     OUTCOME_UNKNOWN.set(sum(entry.outcome_unknown for entry in claimed))
     tallies = storage.runs.tallies
     COUNTS_IN_MEMORY.set(1 if tallies is not None and tallies.loaded else 0)
-    sync = storage.sync
-    FOLLOWER.set(1 if sync.role == "follower" else 0)
-    SYNC_HEALTHY.set(1 if sync.following is not None and sync.healthy else 0)
-    if sync.lag is not None:
-        SYNC_LAG.set(sync.lag)
+    follower = storage.follower
+    FOLLOWER.set(1 if follower.role == "follower" else 0)
+    SYNC_HEALTHY.set(1 if follower.following is not None and follower.healthy else 0)
+    if follower.lag is not None:
+        SYNC_LAG.set(follower.lag)

@@ -78,10 +78,10 @@ class PythonRuntime:
         except Exception as exc:
             log.warning("agent run failed", exc_info=exc, extra={"agentId": agent_id})
             entry = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
-            await self.storage.runs.put_started(entry)
+            await self.storage.runs.claims.put_started(entry)
             return entry
         entry = await self._rest(entry, result)
-        await self.storage.runs.put_started(entry)
+        await self.storage.runs.claims.put_started(entry)
         return entry
 
     # -- continuing ----------------------------------------------------------------------

@@ -224,9 +224,13 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
             Runtime.MASTRA: MastraRuntime(mastra_client, storage, claims),
         },
     )
-    sync_task = asyncio.create_task(storage.sync.run(), name="snapshot-sync")
-    sync_task.add_done_callback(_report_sync_end)
-    app.state.storage, app.state.runtimes, app.state.sync_task = storage, runtimes, sync_task
+    follower_task = asyncio.create_task(storage.follower.run(), name="snapshot-follower")
+    follower_task.add_done_callback(_report_follower_end)
+    app.state.storage, app.state.runtimes, app.state.follower_task = (
+        storage,
+        runtimes,
+        follower_task,
+    )
     app.state.policy = policy = settings.decision_policy
     app.state.limits = settings.request_limits
     expiry = None
@@ -239,9 +243,9 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
             expiry.cancel()
         await runtimes.drain(_DRAIN_SECONDS)
         await mastra_client.close()
-        sync_task.cancel()
+        follower_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await sync_task
+            await follower_task
         await storage.close()
 
 
@@ -251,7 +255,7 @@ def _open_storage(settings: Settings, instance: str) -> Storage:
         settings.mongodb_uri,
         settings.mongodb_db,
         retention=settings.retention,
-        sync_mode=settings.sync_mode,
+        follow_mode=settings.sync_mode,
         poll_interval=settings.sync_poll_interval,
         poll_overlap=timedelta(seconds=settings.sync_poll_overlap_seconds),
         instance=instance,
@@ -269,21 +273,21 @@ async def healthz(request: Request) -> Response:
 
 async def readyz(request: Request) -> Response:
     storage: Storage = request.app.state.storage
-    sync_task: asyncio.Task[None] = request.app.state.sync_task
+    follower_task: asyncio.Task[None] = request.app.state.follower_task
     try:
         await asyncio.wait_for(storage.ping(), _READY_PING_TIMEOUT)
     except Exception as exc:
         log.warning("not ready: database", extra={"reason": type(exc).__name__})
         return JSONResponse({"status": "unavailable", "reason": "database"}, status_code=503)
-    if sync_task.done() or storage.sync.following is None:
-        progress = storage.sync.progress  # of the start-up reconcile: snapshots looked at
+    if follower_task.done() or storage.follower.following is None:
+        progress = storage.follower.progress  # of the start-up reconcile: snapshots looked at
         starting = {"status": "starting", "reason": "sync", "indexed": progress.indexed}
         return JSONResponse(starting | {"of": progress.of}, status_code=503)
-    if not storage.sync.healthy:  # the follower failed and is retrying: lists may lag
+    if not storage.follower.healthy:  # the follower failed and is retrying: lists may lag
         return JSONResponse({"status": "unavailable", "reason": "sync"}, status_code=503)
-    return JSONResponse({"status": "ready", "sync": storage.sync.following.value})
+    return JSONResponse({"status": "ready", "sync": storage.follower.following.value})
 
 
-def _report_sync_end(task: asyncio.Task[None]) -> None:
+def _report_follower_end(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.error("snapshot sync stopped", exc_info=task.exception())
+        log.error("the snapshot follower stopped", exc_info=task.exception())

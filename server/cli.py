@@ -203,7 +203,7 @@ def _reconcile(settings: Settings) -> int:
         storage = Storage.open(uri, settings.mongodb_db, retention=settings.retention)
         try:
             await storage.ensure_indexes()
-            return asdict(await storage.sync.reconcile())
+            return asdict(await storage.follower.reconcile())
         finally:
             await storage.close()
 

@@ -14,7 +14,7 @@ from suspended_runs.resolvers import DecisionPolicy, RequestLimits
 from suspended_runs.runtime import ConfigurationError, MastraServers
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
-from suspended_runs.storage import SyncMode
+from suspended_runs.storage import FollowMode
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 """The Host names served by default when serving on a loopback address."""
@@ -31,7 +31,7 @@ class Settings(BaseSettings):
     mongodb_db: str = "mastra"
     data_dir: Path = Path(".data")
     embedded_mongodb_port: int = Field(0, ge=0, le=65535, description="0: a free port.")
-    sync_mode: SyncMode = SyncMode.AUTO
+    sync_mode: FollowMode = FollowMode.AUTO
     sync_poll_interval: float = Field(0.5, gt=0, description="Seconds, when polling.")
     sync_poll_overlap_seconds: float = Field(
         300.0, gt=0, description="Clock skew between snapshot writers that polling tolerates."

@@ -6,7 +6,8 @@ Imports nothing of the other layers.
 from suspended_runs.storage.audit.decision_log import AuditRecord, DecisionLog, KeyUse
 from suspended_runs.storage.database import Storage, connect
 from suspended_runs.storage.errors import InvalidCursor, MalformedSnapshot, SuspendedRunsError
-from suspended_runs.storage.follower.follower import ReconcileReport, SnapshotSync, SyncMode
+from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
+from suspended_runs.storage.follower.reconcile import ReconcileReport
 from suspended_runs.storage.index.entry import Action, Claim, Decision, Outcome, RunEntry, ToolCall
 from suspended_runs.storage.index.filters import Cursor, RunFilter
 from suspended_runs.storage.index.run_index import RunIndex
@@ -14,13 +15,13 @@ from suspended_runs.storage.snapshots.extraction import extract_entry, parse_sna
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
+    FOLLOWER_STATE_COLLECTION,
     IDEMPOTENCY_COLLECTION,
     MASTRA_RUN_WORKFLOWS,
     PYTHON_RUN_WORKFLOW,
     RUN_WORKFLOWS,
     RUNS_COLLECTION,
     SNAPSHOTS_COLLECTION,
-    SYNC_STATE_COLLECTION,
     Document,
     RunStatus,
     Runtime,
@@ -28,13 +29,13 @@ from suspended_runs.storage.types import (
 
 __all__ = [
     "DECISIONS_COLLECTION",
+    "FOLLOWER_STATE_COLLECTION",
     "IDEMPOTENCY_COLLECTION",
     "MASTRA_RUN_WORKFLOWS",
     "PYTHON_RUN_WORKFLOW",
     "RUNS_COLLECTION",
     "RUN_WORKFLOWS",
     "SNAPSHOTS_COLLECTION",
-    "SYNC_STATE_COLLECTION",
     "Action",
     "AuditRecord",
     "Claim",
@@ -42,6 +43,7 @@ __all__ = [
     "Decision",
     "DecisionLog",
     "Document",
+    "FollowMode",
     "InvalidCursor",
     "KeyUse",
     "MalformedSnapshot",
@@ -53,10 +55,9 @@ __all__ = [
     "RunIndex",
     "RunStatus",
     "Runtime",
-    "SnapshotSync",
+    "SnapshotFollower",
     "Storage",
     "SuspendedRunsError",
-    "SyncMode",
     "ToolCall",
     "connect",
     "extract_entry",

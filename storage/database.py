@@ -9,15 +9,15 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from suspended_runs.storage.audit.decision_log import DecisionLog
-from suspended_runs.storage.follower.follower import SnapshotSync, SyncMode
+from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
+    FOLLOWER_STATE_COLLECTION,
     IDEMPOTENCY_COLLECTION,
     RUNS_COLLECTION,
     SNAPSHOTS_COLLECTION,
-    SYNC_STATE_COLLECTION,
     Document,
 )
 
@@ -34,7 +34,7 @@ class Storage:
     client: AsyncMongoClient[Document]
     db: AsyncDatabase[Document]
     runs: RunIndex
-    sync: SnapshotSync
+    follower: SnapshotFollower
     python_snapshots: PythonSnapshots
     decisions: DecisionLog
 
@@ -45,7 +45,7 @@ class Storage:
         db_name: str,
         *,
         retention: timedelta,
-        sync_mode: SyncMode = SyncMode.AUTO,
+        follow_mode: FollowMode = FollowMode.AUTO,
         poll_interval: float = 0.5,
         poll_overlap: timedelta = timedelta(minutes=5),
         instance: str | None = None,
@@ -54,12 +54,12 @@ class Storage:
         """`instance` names this process in the follower lease (`follower_lease` long)."""
         client = connect(uri)
         db = client[db_name]
-        runs = RunIndex(db[RUNS_COLLECTION], retention, db[SYNC_STATE_COLLECTION])
-        sync = SnapshotSync(
+        runs = RunIndex(db[RUNS_COLLECTION], retention, db[FOLLOWER_STATE_COLLECTION])
+        follower = SnapshotFollower(
             db[SNAPSHOTS_COLLECTION],
             runs,
-            db[SYNC_STATE_COLLECTION],
-            mode=sync_mode,
+            db[FOLLOWER_STATE_COLLECTION],
+            mode=follow_mode,
             poll_interval=poll_interval,
             poll_overlap=poll_overlap,
             holder=instance,
@@ -69,14 +69,14 @@ class Storage:
             client=client,
             db=db,
             runs=runs,
-            sync=sync,
+            follower=follower,
             python_snapshots=PythonSnapshots(db[SNAPSHOTS_COLLECTION]),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
         )
 
     async def ensure_indexes(self) -> None:
         await self.runs.ensure_indexes()
-        await self.sync.ensure_indexes()
+        await self.follower.ensure_indexes()
         await self.decisions.ensure_indexes()
 
     async def ping(self) -> bool:

@@ -14,7 +14,7 @@ SNAPSHOTS_COLLECTION = "mastra_workflow_snapshot"
 RUNS_COLLECTION = "suspended_runs_index"
 """The run index: one compact document per run, the only collection list queries read."""
 
-SYNC_STATE_COLLECTION = "suspended_runs_sync"
+FOLLOWER_STATE_COLLECTION = "suspended_runs_sync"
 """Bookkeeping of the snapshot follower (the change stream's resume token)."""
 
 DECISIONS_COLLECTION = "suspended_runs_decisions"

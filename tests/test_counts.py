@@ -19,6 +19,7 @@ from suspended_runs.storage import (
 )
 from suspended_runs.storage.index import counts as counts_module
 from suspended_runs.storage.index import tallies as tallies_module
+from suspended_runs.storage.index.version import VersionDocument
 from tests.test_run_index import T0, _approve, entry, read_for_counts
 
 FILTERS = [
@@ -44,11 +45,10 @@ async def indexes(db, monkeypatch: pytest.MonkeyPatch, tallied: bool) -> tuple[R
     # Writes a moment apart (the slack for a new primary's clock would take them all in).
     monkeypatch.setattr(counts_module, "_CLOCK_SLACK", timedelta(0))
     monkeypatch.setattr(tallies_module, "_RELOAD_AFTER", 0.0)
-    collection = db[RUNS_COLLECTION]
-    first = RunIndex(collection, retention=timedelta(days=7), tallied=tallied)
+    first = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7), tallied=tallied)
     await first.ensure_indexes()
     await first.ensure_read_indexes()  # as the follower does after its first reconcile
-    second = RunIndex(collection, retention=timedelta(days=7), tallied=tallied)
+    second = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7), tallied=tallied)
     runs = [
         entry(
             run_id=f"r-{i:03d}",
@@ -58,7 +58,7 @@ async def indexes(db, monkeypatch: pytest.MonkeyPatch, tallied: bool) -> tuple[R
         )
         for i in range(300)
     ]
-    await second.put_suspended(runs)
+    await second.discovery.put_suspended(runs)
     return first, second
 
 
@@ -78,10 +78,10 @@ async def test_a_decision_recounts_only_the_window_that_holds_its_run(indexes) -
     seen = await second.get("r-150")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
-    assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
     assert await first.count(RunFilter(), now=T0) == 299
     assert len(asked) == 1 and await matched(first, asked) <= 60, asked  # a window, not 300
-    await second.put_started(entry(run_id="r-new", created_at=T0 + timedelta(seconds=400)))
+    await second.claims.put_started(entry(run_id="r-new", created_at=T0 + timedelta(seconds=400)))
     asked.clear()
     assert await first.count(RunFilter(), now=T0) == 300
     assert len(asked) == 1 and await matched(first, asked) <= 60, asked  # the newest window
@@ -109,19 +109,19 @@ async def _random_write(index: RunIndex, chance: random.Random, step: int) -> No
     kind = chance.choice(["decide", "finish", "end", "start", "resuspend", "delete"])
     if kind == "start":
         at = T0 + timedelta(seconds=chance.randrange(-50, 400))
-        await index.put_started(entry(run_id=f"n-{step}", agent_id="a-1", created_at=at))
+        await index.claims.put_started(entry(run_id=f"n-{step}", agent_id="a-1", created_at=at))
     elif kind == "end":
-        await index.end_runs([run_id], T0)
+        await index.discovery.end_runs([run_id], T0)
     elif kind == "delete":
-        await index.collection.delete_one({"runId": run_id})  # (only the TTL index deletes)
+        await index.writes.delete_one({"runId": run_id})  # (only the TTL index deletes)
     elif seen is not None and kind == "decide" and seen.status is RunStatus.SUSPENDED:
         claim = Claim("me", T0, T0 + timedelta(minutes=1))
-        await index.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+        await index.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
     elif seen is not None and kind == "finish":
-        await index.settle_seen(seen, seen.finished(RunStatus.COMPLETED, None, T0))
+        await index.claims.settle_seen(seen, seen.finished(RunStatus.COMPLETED, None, T0))
     elif seen is not None and kind == "resuspend":
         later = replace(seen, suspended_at=T0 + timedelta(hours=1 + step))
-        await index.put_suspended([later])
+        await index.discovery.put_suspended([later])
 
 
 async def test_a_window_across_a_gap_in_time_is_counted_in_pieces(
@@ -134,7 +134,7 @@ async def test_a_window_across_a_gap_in_time_is_counted_in_pieces(
     later = [
         entry(run_id=f"late-{i}", created_at=T0 + timedelta(days=1, seconds=i)) for i in range(5)
     ]
-    await second.put_suspended(later)
+    await second.discovery.put_suspended(later)
     assert await first.count(RunFilter(), now=T0) == 305
     asked = read_for_counts(first)
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
@@ -143,7 +143,9 @@ async def test_a_window_across_a_gap_in_time_is_counted_in_pieces(
         asked.clear()
         seen = await second.get(run_id)
         assert seen is not None
-        assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+        assert await second.claims.apply_decision(
+            seen, seen.with_decision("c-1", _approve()), claim
+        )
         assert await first.count(RunFilter(), now=T0) == left
         read.append(await matched(first, asked))
     assert max(read) <= 30, read  # a piece, not the window of 300 across the gap
@@ -156,6 +158,7 @@ async def test_a_recount_that_could_not_be_marked_is_marked_with_the_next_change
     next change this process makes gives counts a new epoch, so they start afresh."""
     first, _ = indexes
     before = (await first.version()).epoch
+    version = VersionDocument(first.state)
     real = first.state.update_one
 
     async def failing(*args: object, **kwargs: object) -> object:
@@ -163,7 +166,7 @@ async def test_a_recount_that_could_not_be_marked_is_marked_with_the_next_change
 
     first.state.update_one = failing
     with pytest.raises(AutoReconnect):
-        await first._changed(recount=True)
+        await version.changed(recount=True)
     first.state.update_one = real
-    await first._changed()
+    await version.changed()
     assert (await first.version()).epoch not in (None, before)

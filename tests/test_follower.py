@@ -15,7 +15,7 @@ import pytest
 from pymongo import MongoClient
 from pymongo.collection import Collection
 
-from suspended_runs.storage import SNAPSHOTS_COLLECTION, SYNC_STATE_COLLECTION, Document
+from suspended_runs.storage import FOLLOWER_STATE_COLLECTION, SNAPSHOTS_COLLECTION, Document
 from tests.helpers import Server, suspended_doc
 
 LEASE_SECONDS = 2
@@ -80,7 +80,7 @@ def test_the_follower_killed_another_instance_takes_over_within_seconds(
 ) -> None:
     db_name, client = database
     snapshots = client[db_name][SNAPSHOTS_COLLECTION]
-    lease = client[db_name][SYNC_STATE_COLLECTION]
+    lease = client[db_name][FOLLOWER_STATE_COLLECTION]
     first, second = instances
     first.start()
     second.start()  # ready once the follower is
@@ -100,7 +100,7 @@ def test_a_follower_stopped_cleanly_hands_over_at_once(
     database: tuple[str, MongoClient[Document]], instances: tuple[Server, Server]
 ) -> None:
     db_name, client = database
-    lease = client[db_name][SYNC_STATE_COLLECTION]
+    lease = client[db_name][FOLLOWER_STATE_COLLECTION]
     first, second = instances
     first.start()
     second.start()

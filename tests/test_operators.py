@@ -117,29 +117,30 @@ async def test_a_cancel_takes_the_run_as_it_is_now_when_it_moved_on_meanwhile(
     """Between the read and the claim the entry got a new version (Mastra writes a snapshot
     twice as it suspends, and the follower applies both): still cancellable, so cancelled,
     not "look again". A run that keeps changing is refused after a few tries."""
-    from suspended_runs.storage import RUNS_COLLECTION, RunIndex
+    from suspended_runs.storage import RUNS_COLLECTION
+    from suspended_runs.storage.index.claims import ClaimWrites
 
     run = await start_run(gql, "file-cleaner")
-    take_over = RunIndex.take_over
+    take_over = ClaimWrites.take_over
     calls: list[int] = []
 
-    async def moved_on_first(self: RunIndex, seen: Any, claim: Any) -> bool:
+    async def moved_on_first(self: ClaimWrites, seen: Any, claim: Any) -> bool:
         calls.append(seen.version)
         if len(calls) == 1:
             await db[RUNS_COLLECTION].update_one({"runId": seen.run_id}, {"$inc": {"version": 1}})
         return await take_over(self, seen, claim)
 
-    monkeypatch.setattr(RunIndex, "take_over", moved_on_first)
+    monkeypatch.setattr(ClaimWrites, "take_over", moved_on_first)
     cancelled = await act_gql(gql, CANCEL, runId=run["runId"], reason="no")
     assert cancelled["__typename"] == "RunCancelled", cancelled
     assert calls == [calls[0], calls[0] + 1]
 
     other = await start_run(gql, "file-cleaner")
 
-    async def always_moved_on(self: RunIndex, seen: Any, claim: Any) -> bool:
+    async def always_moved_on(self: ClaimWrites, seen: Any, claim: Any) -> bool:
         await db[RUNS_COLLECTION].update_one({"runId": seen.run_id}, {"$inc": {"version": 1}})
         return await take_over(self, seen, claim)
 
-    monkeypatch.setattr(RunIndex, "take_over", always_moved_on)
+    monkeypatch.setattr(ClaimWrites, "take_over", always_moved_on)
     refused = await act_gql(gql, CANCEL, runId=other["runId"], reason="no")
     assert refused["__typename"] == "WrongRunStatus" and refused["status"] == "SUSPENDED"

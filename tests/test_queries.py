@@ -148,13 +148,13 @@ async def _store(index: RunIndex, rows, deleted) -> None:
             claim=claim,
         )
         if how == "put" and status is RunStatus.SUSPENDED:
-            await index.put_suspended([entry])
+            await index.discovery.put_suspended([entry])
         elif how == "raw":
             await index.collection.database[RUNS_COLLECTION].insert_one(entry.to_document())
         else:
-            await index.put_started(entry)
+            await index.claims.put_started(entry)
     gone = [f"run-{i:02d}" for i in deleted]
-    await index.collection.delete_many({"runId": {"$in": gone}})
+    await index.writes.delete_many({"runId": {"$in": gone}})
 
 
 def _oracle(stored: list[RunEntry], f: RunFilter) -> list[str]:

@@ -60,45 +60,45 @@ async def index(db) -> RunIndex:
 
 async def test_a_stale_snapshot_never_undoes_a_recorded_decision(index: RunIndex) -> None:
     seen = entry()
-    await index.put_started(seen)
+    await index.claims.put_started(seen)
     decision = Decision(Action.APPROVE, "alice", T0 + timedelta(seconds=1))
-    assert await index.apply_decision(seen, seen.with_decision("c-1", decision), None)
-    assert await index.put_suspended([seen]) == 0  # the same snapshot, read before
+    assert await index.claims.apply_decision(seen, seen.with_decision("c-1", decision), None)
+    assert await index.discovery.put_suspended([seen]) == 0  # the same snapshot, read before
     stored = await index.get("r-1")
     assert stored is not None and stored.tool_calls[0].decision == decision
 
 
 async def test_a_newer_snapshot_replaces_a_suspended_entry(index: RunIndex) -> None:
-    await index.put_started(entry())
+    await index.claims.put_started(entry())
     newer = entry(suspended_at=T0 + timedelta(seconds=5), tool_calls=())
-    assert await index.put_suspended([newer]) == 1
+    assert await index.discovery.put_suspended([newer]) == 1
     stored = await index.get("r-1")
     assert stored is not None and stored.suspended_at == newer.suspended_at
 
 
 async def test_only_one_of_two_decisions_on_the_same_version_wins(index: RunIndex) -> None:
     seen = entry()
-    await index.put_started(seen)
+    await index.claims.put_started(seen)
     a = seen.with_decision("c-1", Decision(Action.APPROVE, "a", T0))
     b = seen.with_decision("c-1", Decision(Action.DECLINE, "b", T0))
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
-    assert await index.apply_decision(seen, a, claim) is True
-    assert await index.apply_decision(seen, b, claim) is False
+    assert await index.claims.apply_decision(seen, a, claim) is True
+    assert await index.claims.apply_decision(seen, b, claim) is False
 
 
 async def test_the_follower_leaves_a_claimed_run_to_its_claim_holder(index: RunIndex) -> None:
     seen = entry()
-    await index.put_started(seen)
+    await index.claims.put_started(seen)
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
     decided = seen.with_decision("c-1", Decision(Action.APPROVE, "a", T0))
-    assert await index.apply_decision(seen, decided, claim)
-    assert await index.put_suspended([entry(suspended_at=T0 + timedelta(hours=1))]) == 0
+    assert await index.claims.apply_decision(seen, decided, claim)
+    assert await index.discovery.put_suspended([entry(suspended_at=T0 + timedelta(hours=1))]) == 0
     stored = await index.get("r-1")
     assert stored is not None and stored.status is RunStatus.RUNNING
     assert stored.status_at(T0 + timedelta(hours=1)) is RunStatus.STALLED  # lease ran out
     settled = replace(stored, status=RunStatus.COMPLETED, ended_at=T0, claim=None)
-    assert await index.settle(settled, "someone else") is False
-    assert await index.settle(settled, "me") is True
+    assert await index.claims.settle(settled, "someone else") is False
+    assert await index.claims.settle(settled, "me") is True
 
 
 async def test_a_run_read_claimed_and_put_back_still_ends_with_its_snapshot(
@@ -106,14 +106,14 @@ async def test_a_run_read_claimed_and_put_back_still_ends_with_its_snapshot(
 ) -> None:
     # A Mastra call that fails puts the run back as it was read; its snapshot id must
     # survive, or the delete event (which carries only the snapshot's _id) misses it.
-    await index.put_started(entry(snapshot_id="snap-1"))
+    await index.claims.put_started(entry(snapshot_id="snap-1"))
     seen = await index.get("r-1")
     assert seen is not None and seen.snapshot_id == "snap-1"
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
     decided = seen.with_decision("c-1", Decision(Action.APPROVE, "a", T0))
-    assert await index.apply_decision(seen, decided, claim)
-    assert await index.settle(replace(seen, claim=None), "me")
-    assert await index.end_by_snapshot("snap-1", T0) == 1
+    assert await index.claims.apply_decision(seen, decided, claim)
+    assert await index.claims.settle(replace(seen, claim=None), "me")
+    assert await index.discovery.end_by_snapshot("snap-1", T0) == 1
 
 
 async def test_a_page_asks_the_database_for_about_a_page_of_matches(index: RunIndex) -> None:
@@ -123,7 +123,7 @@ async def test_a_page_asks_the_database_for_about_a_page_of_matches(index: RunIn
         entry(run_id=f"r-{i:04d}", agent_id=f"agent-{i % 4}", created_at=T0 + timedelta(seconds=i))
         for i in range(3000)
     ]
-    await index.put_suspended(runs)
+    await index.discovery.put_suspended(runs)
     asked: list[dict[str, object]] = []
     real_find = index.collection.find
 
@@ -159,7 +159,7 @@ async def test_an_offset_page_reads_the_runs_it_skips_as_their_sort_keys(
         )
         for i in range(400)
     ]
-    await index.put_suspended(runs)
+    await index.discovery.put_suspended(runs)
     read_whole: list[str] = []
     real = RunEntry.from_document
 
@@ -183,7 +183,9 @@ async def test_totals_are_kept_until_the_index_changes_in_any_process(index: Run
     """A total is counted once per version of the index; every write, through this process
     or another on the same database, makes a new version, so totals stay exact."""
     other = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))  # another instance
-    await index.put_suspended([entry(run_id=f"r-{i}", agent_id=f"a-{i % 2}") for i in range(6)])
+    await index.discovery.put_suspended(
+        [entry(run_id=f"r-{i}", agent_id=f"a-{i % 2}") for i in range(6)]
+    )
     filters = [RunFilter(), RunFilter(agent_id="a-0"), RunFilter(statuses=frozenset(RunStatus))]
 
     async def exact() -> None:
@@ -201,14 +203,14 @@ async def test_totals_are_kept_until_the_index_changes_in_any_process(index: Run
     seen = await other.get("r-0")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
-    await other.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    await other.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
     await exact()  # a decision through the other instance
     assert asked
-    await index.put_suspended([entry(run_id="r-new", agent_id="a-0")])
+    await index.discovery.put_suspended([entry(run_id="r-new", agent_id="a-0")])
     await exact()
-    await other.end_runs(["r-1", "r-2"], T0)
+    await other.discovery.end_runs(["r-1", "r-2"], T0)
     await exact()
-    await other.collection.delete_many({"runId": "r-3"})  # (only the TTL index deletes)
+    await other.writes.delete_many({"runId": "r-3"})  # (only the TTL index deletes)
     await exact()
 
 
@@ -221,19 +223,19 @@ async def test_time_passing_a_deadline_makes_a_new_version(index: RunIndex) -> N
     finished entry ending: the follower looks for both, deletes expired entries, and makes
     a new version."""
     tick = timedelta(seconds=1)
-    await index.put_started(entry(run_id="held"))
+    await index.claims.put_started(entry(run_id="held"))
     seen = await index.get("held")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(seconds=10))
-    await index.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    await index.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
     assert await index.pass_deadlines(T0, tick)  # the first look: whatever happened before
     assert not await index.pass_deadlines(T0 + tick, tick)
     assert await index.pass_deadlines(T0 + 11 * tick, tick)  # the lease ran out
     assert not await index.pass_deadlines(T0 + 12 * tick, tick)
     for run_id in ("done", "kept"):
-        await index.put_started(entry(run_id=run_id))
-    await index.end_runs(["done"], T0)  # expires after the retention period
-    await index.end_runs(["kept"], T0 + timedelta(hours=1))
+        await index.claims.put_started(entry(run_id=run_id))
+    await index.discovery.end_runs(["done"], T0)  # expires after the retention period
+    await index.discovery.end_runs(["kept"], T0 + timedelta(hours=1))
     expiry = T0 + index.retention
     assert not await index.pass_deadlines(expiry - tick, tick)
     assert await index.get("done") is not None
@@ -259,10 +261,10 @@ async def test_put_new_inserts_and_leaves_a_run_written_meanwhile_to_put_suspend
     index: RunIndex,
 ) -> None:
     seen = entry(run_id="taken")
-    await index.put_started(seen)
+    await index.claims.put_started(seen)
     decision = Decision(Action.APPROVE, "alice", T0)
-    assert await index.apply_decision(seen, seen.with_decision("c-1", decision), None)
-    assert await index.put_new([entry(run_id="fresh"), entry(run_id="taken")]) == 1
+    assert await index.claims.apply_decision(seen, seen.with_decision("c-1", decision), None)
+    assert await index.discovery.put_new([entry(run_id="fresh"), entry(run_id="taken")]) == 1
     taken, fresh = await index.get("taken"), await index.get("fresh")
     assert taken is not None and taken.tool_calls[0].decision == decision  # not undone
     assert fresh is not None and fresh.version == 1
@@ -272,9 +274,9 @@ async def test_an_upsert_that_meets_an_entry_it_may_not_touch_is_no_change(index
     """The follower indexing a snapshot whose run another writer holds as it is: its insert
     meets the unique runId and is left. Nothing changed, so a conditional poll stays 304."""
     held = entry(run_id="held-1")
-    await index.put_started(held)
+    await index.claims.put_started(held)
     before = (await index.version()).token
-    assert await index.put_suspended([held]) == 0
+    assert await index.discovery.put_suspended([held]) == 0
     assert (await index.version()).token == before
 
 
@@ -283,9 +285,9 @@ async def test_agents_are_kept_as_entries_are_written_and_found_in_an_older_inde
     await older.insert_one(entry(run_id="r-old", agent_id="legacy").to_document())  # no list
     index = RunIndex(older, retention=timedelta(days=7))
     await index.ensure_indexes()
-    await index.put_new([entry(run_id="r-1", agent_id="a-new")])
-    await index.put_suspended([entry(run_id="r-2", agent_id="a-upd")])
-    await index.put_started(entry(run_id="r-3", agent_id="a-py", runtime=Runtime.PYTHON))
+    await index.discovery.put_new([entry(run_id="r-1", agent_id="a-new")])
+    await index.discovery.put_suspended([entry(run_id="r-2", agent_id="a-upd")])
+    await index.claims.put_started(entry(run_id="r-3", agent_id="a-py", runtime=Runtime.PYTHON))
     assert await index.agents() == [
         ("a-new", "mastra"),
         ("a-py", "python"),
@@ -309,7 +311,7 @@ async def test_a_quiet_agents_page_does_not_walk_the_time_since_its_last_run(
         entry(run_id=f"b-{i}", agent_id="busy", created_at=T0 + timedelta(days=7, seconds=i))
         for i in range(50)
     ]
-    await index.put_suspended(quiet + busy)
+    await index.discovery.put_suspended(quiet + busy)
     await index.page(RunFilter(agent_id="quiet"), limit=21)  # learns where its runs are
     asked = read_for_counts(index)  # (every find: here, the page's)
     page = await index.page(RunFilter(agent_id="quiet"), limit=21)
@@ -325,7 +327,7 @@ async def test_a_page_that_spans_a_gap_in_time_reads_about_a_page_the_next_time(
     across the week (which made its first window hold all 2,005)."""
     old = [entry(run_id=f"o-{i:04d}", created_at=T0 + timedelta(seconds=i)) for i in range(2000)]
     new = [entry(run_id=f"n-{i}", created_at=T0 + timedelta(days=7, seconds=i)) for i in range(5)]
-    await index.put_suspended(old + new)
+    await index.discovery.put_suspended(old + new)
     await index.page(RunFilter(), limit=21)
     asked = read_for_counts(index)  # (every find: here, the page's)
     page = await index.page(RunFilter(), limit=21)

@@ -17,7 +17,8 @@ import pytest
 
 from suspended_runs.server import EmbeddedMongoDB, Settings
 from suspended_runs.server.embedded_mongodb import free_port
-from suspended_runs.storage import SYNC_STATE_COLLECTION
+from suspended_runs.storage import FOLLOWER_STATE_COLLECTION
+from suspended_runs.storage.follower.reconcile import Reconciler
 from tests.helpers import (
     Server,
     eventually,
@@ -117,7 +118,7 @@ async def test_the_change_stream_resume_token_is_stored(
     gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
     await snapshots.insert_one(suspended_doc("tok-1"))
     await eventually(lambda: listed(gql, "tok-1"), within=2)
-    state = await db[SYNC_STATE_COLLECTION].find_one({"_id": "snapshot-change-stream"})
+    state = await db[FOLLOWER_STATE_COLLECTION].find_one({"_id": "snapshot-change-stream"})
     assert state is not None and state["resumeToken"]
 
 
@@ -136,20 +137,18 @@ async def test_fixture_documents_reconcile_to_one_entry_per_run(
 async def test_a_stale_resume_token_means_one_reconcile_not_two(
     db, snapshots, settings: Settings, start_app, monkeypatch
 ) -> None:
-    from suspended_runs.storage import SnapshotSync
-
-    await db[SYNC_STATE_COLLECTION].insert_one(
+    await db[FOLLOWER_STATE_COLLECTION].insert_one(
         {"_id": "snapshot-change-stream", "resumeToken": {"_data": "00"}}  # not resumable
     )
     calls = 0
-    real = SnapshotSync.reconcile
+    real = Reconciler.reconcile
 
-    async def counting(self: SnapshotSync) -> object:
+    async def counting(self: Reconciler) -> object:
         nonlocal calls
         calls += 1
         return await real(self)
 
-    monkeypatch.setattr(SnapshotSync, "reconcile", counting)
+    monkeypatch.setattr(Reconciler, "reconcile", counting)
     gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
     assert calls == 1
     await snapshots.insert_one(suspended_doc("after-stale-token"))
@@ -255,18 +254,16 @@ async def _gone(gql: Any, run_id: str) -> bool:
 # -- restarts in O(changes), a first start in bounded memory, projected reads -----------
 
 
-def _counting(monkeypatch, name: str) -> list[int]:
-    """Counts calls of SnapshotSync.<name> (one element per call)."""
-    from suspended_runs.storage import SnapshotSync
-
+def _counting(monkeypatch, owner: type, name: str) -> list[int]:
+    """Counts calls of owner.<name> (one element per call)."""
     calls: list[int] = []
-    real = getattr(SnapshotSync, name)
+    real = getattr(owner, name)
 
-    def counted(self: SnapshotSync, *args: object, **kwargs: object) -> object:
+    def counted(self: object, *args: object, **kwargs: object) -> object:
         calls.append(1)
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(SnapshotSync, name, counted)
+    monkeypatch.setattr(owner, name, counted)
     return calls
 
 
@@ -277,8 +274,11 @@ async def test_a_restart_whose_token_resumes_reads_no_snapshot_again(
     await snapshots.insert_many([suspended_doc(f"old-{i}") for i in range(5)])
     async with running_app(streamed) as client:
         await eventually(lambda: listed(make_gql(client), "old-4"), within=2)
-    reconciles, catch_ups = _counting(monkeypatch, "reconcile"), _counting(monkeypatch, "catch_up")
-    reads = _counting(monkeypatch, "_read_snapshots")
+    from suspended_runs.storage.snapshots.reader import SnapshotReader
+
+    reconciles = _counting(monkeypatch, Reconciler, "reconcile")
+    catch_ups = _counting(monkeypatch, Reconciler, "catch_up")
+    reads = _counting(monkeypatch, SnapshotReader, "read")  # no snapshot read, whole or reduced
     await snapshots.insert_one(suspended_doc("while-down"))
     await snapshots.delete_one({"run_id": "old-0"})
     gql = make_gql(await start_app(streamed))
@@ -296,26 +296,27 @@ async def test_a_change_made_while_a_restart_replays_is_applied_and_the_last_tok
 ) -> None:
     """A restart reads its resumed stream up to now, then follows one resumed where it
     ended: a change made during the read is applied, and the token kept last is past it."""
-    from suspended_runs.storage import SnapshotSync
+    from suspended_runs.storage.follower.change_stream import ChangeStreamFollower
+    from suspended_runs.storage.follower.position import FollowPosition
 
     streamed = settings.model_copy(update={"sync_mode": "change_stream"})
     async with running_app(streamed) as client:
         await snapshots.insert_one(suspended_doc("before"))
         await eventually(lambda: listed(make_gql(client), "before"), within=2)
-    apply_change, save_token = SnapshotSync._apply_change, SnapshotSync._save_token
+    apply_change, save_token = ChangeStreamFollower._apply_change, FollowPosition.save
     kept: list[Any] = []
 
-    async def writing_during(self: SnapshotSync, change: Any) -> None:
+    async def writing_during(self: ChangeStreamFollower, change: Any) -> None:
         await apply_change(self, change)
         if (change.get("fullDocument") or {}).get("run_id") == "while-down":  # replayed
             await snapshots.insert_one(suspended_doc("during-replay"))
 
-    async def keeping(self: SnapshotSync, token: Any) -> None:
+    async def keeping(self: FollowPosition, token: Any) -> None:
         kept.append(token)
         await save_token(self, token)
 
-    monkeypatch.setattr(SnapshotSync, "_apply_change", writing_during)
-    monkeypatch.setattr(SnapshotSync, "_save_token", keeping)
+    monkeypatch.setattr(ChangeStreamFollower, "_apply_change", writing_during)
+    monkeypatch.setattr(FollowPosition, "save", keeping)
     await snapshots.insert_one(suspended_doc("while-down"))
     gql = make_gql(await start_app(streamed))
     await eventually(lambda: listed(gql, "during-replay"), within=2)
@@ -334,22 +335,22 @@ async def test_every_token_kept_after_a_first_start_is_past_what_it_wrote(
     """A resume reads the oplog on from its token: one kept from before a first start's own
     writes makes the next restart read them all again (seconds at 100,000 runs on the
     embedded server). A change made during the first start is applied, not lost."""
-    from suspended_runs.storage import SnapshotSync
+    from suspended_runs.storage.follower.position import FollowPosition
 
-    reconcile, save_token = SnapshotSync.reconcile, SnapshotSync._save_token
+    reconcile, save_token = Reconciler.reconcile, FollowPosition.save
     kept: list[Any] = []
 
-    async def writing_during(self: SnapshotSync) -> object:
+    async def writing_during(self: Reconciler) -> object:
         report = await reconcile(self)
         await snapshots.insert_one(suspended_doc("during"))  # after the index's own writes
         return report
 
-    async def keeping(self: SnapshotSync, token: Any) -> None:
+    async def keeping(self: FollowPosition, token: Any) -> None:
         kept.append(token)
         await save_token(self, token)
 
-    monkeypatch.setattr(SnapshotSync, "reconcile", writing_during)
-    monkeypatch.setattr(SnapshotSync, "_save_token", keeping)
+    monkeypatch.setattr(Reconciler, "reconcile", writing_during)
+    monkeypatch.setattr(FollowPosition, "save", keeping)
     await snapshots.insert_many([suspended_doc(f"run-{i}") for i in range(3)])
     gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
     await eventually(lambda: listed(gql, "during"), within=2)
@@ -364,18 +365,17 @@ async def test_a_stream_busy_after_a_first_start_goes_on_and_loses_nothing(
 ) -> None:
     """Changes still coming when the first start has read them for `_REPLAY_SECONDS`: the
     stream opened before it goes on (one opened later would miss the rest)."""
-    from suspended_runs.storage import SnapshotSync
-    from suspended_runs.storage.follower import follower as sync
+    from suspended_runs.storage.follower import change_stream
 
-    monkeypatch.setattr(sync, "_REPLAY_SECONDS", 0.0)  # busy at the first change read
-    reconcile = SnapshotSync.reconcile
+    monkeypatch.setattr(change_stream, "_REPLAY_SECONDS", 0.0)  # busy at the first change read
+    reconcile = Reconciler.reconcile
 
-    async def writing_during(self: SnapshotSync) -> object:
+    async def writing_during(self: Reconciler) -> object:
         report = await reconcile(self)
         await snapshots.insert_many([suspended_doc("during-1"), suspended_doc("during-2")])
         return report
 
-    monkeypatch.setattr(SnapshotSync, "reconcile", writing_during)
+    monkeypatch.setattr(Reconciler, "reconcile", writing_during)
     gql = make_gql(await start_app(settings.model_copy(update={"sync_mode": "change_stream"})))
     await eventually(lambda: listed(gql, "during-2"), within=2)
     assert await listed(gql, "during-1")
@@ -389,7 +389,7 @@ async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     async with running_app(streamed) as client:
         await eventually(lambda: listed(make_gql(client), "run-3"), within=2)
     assert await _by_updated_at(snapshots) == []  # a change stream needed none
-    state = db[SYNC_STATE_COLLECTION]
+    state = db[FOLLOWER_STATE_COLLECTION]
     saved = await state.find_one({"_id": "snapshot-change-stream"})
     assert saved is not None
     assert saved["highWater"].replace(tzinfo=None) == suspended_doc("x")["updatedAt"]
@@ -402,7 +402,8 @@ async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     await snapshots.update_one(
         {"run_id": "run-2"}, {"$set": {"snapshot.status": "success", "updatedAt": later}}
     )
-    reconciles, catch_ups = _counting(monkeypatch, "reconcile"), _counting(monkeypatch, "catch_up")
+    reconciles = _counting(monkeypatch, Reconciler, "reconcile")
+    catch_ups = _counting(monkeypatch, Reconciler, "catch_up")
     gql = make_gql(await start_app(streamed))
     assert (len(reconciles), len(catch_ups)) == (0, 1)
     assert await _by_updated_at(snapshots) == ["updatedAt_1"]  # made for the catch-up
@@ -439,7 +440,8 @@ async def test_a_restart_just_after_a_first_start_in_poll_mode_reads_only_change
     await snapshots.insert_many([suspended_doc(f"run-{i}") for i in range(3)])
     async with running_app(polled):
         pass  # stopped as soon as it is ready: no poll has run yet
-    reconciles, catch_ups = _counting(monkeypatch, "reconcile"), _counting(monkeypatch, "catch_up")
+    reconciles = _counting(monkeypatch, Reconciler, "reconcile")
+    catch_ups = _counting(monkeypatch, Reconciler, "catch_up")
     gql = make_gql(await start_app(polled))
     assert (len(reconciles), len(catch_ups)) == (0, 1)
     assert await listed(gql, "run-2")
@@ -453,18 +455,18 @@ async def test_a_first_start_reports_its_progress_in_readyz(
     from asgi_lifespan import LifespanManager
 
     from suspended_runs.server import create_app
-    from suspended_runs.storage import RunIndex
+    from suspended_runs.storage.index.discovery import Discovery
 
     rng = random.Random(7)  # random ids as Mastra's, the same every run
     ids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(1200)]
     await snapshots.insert_many([suspended_doc(run_id) for run_id in ids])
-    real = RunIndex.put_new
+    real = Discovery.put_new
 
-    async def slow(self: RunIndex, entries: list[Any]) -> int:
+    async def slow(self: Discovery, entries: list[Any]) -> int:
         await asyncio.sleep(0.3)
         return await real(self, entries)
 
-    monkeypatch.setattr(RunIndex, "put_new", slow)
+    monkeypatch.setattr(Discovery, "put_new", slow)
     seen: list[dict[str, Any]] = []
     async with LifespanManager(create_app(settings)) as manager:
         transport = httpx.ASGITransport(app=manager.app)
@@ -486,8 +488,9 @@ async def test_the_follower_reads_only_what_extraction_needs(db, snapshots) -> N
     entries whole ones give: every fixture, as an object and as a JSON string."""
     from bson import BSON, json_util
 
-    from suspended_runs.storage import RunIndex, SnapshotSync, extract_entry
+    from suspended_runs.storage import extract_entry
     from suspended_runs.storage.snapshots.extraction import SMALL_SNAPSHOT_BYTES
+    from suspended_runs.storage.snapshots.reader import SnapshotReader
 
     docs = load_snapshots() + load_snapshots("durable_snapshots.extjson")
     strings = [
@@ -501,8 +504,8 @@ async def test_the_follower_reads_only_what_extraction_needs(db, snapshots) -> N
         {"role": "user", "content": "x" * 1000}
     ] * 1000
     await snapshots.insert_many([*docs, *strings, bloated])
-    sync = SnapshotSync(snapshots, RunIndex(db["index"], timedelta(days=1)), db["state"])
-    projected = {d["_id"]: d async for d in sync._read_snapshots([{}])}
+    reader = SnapshotReader(snapshots, reducing=True)  # what a catch-up and a poll read
+    projected = {d["_id"]: d async for d in reader.read([{}])}
     whole = {d["_id"]: d async for d in snapshots.find({})}
     assert projected.keys() <= whole.keys()
     for key, doc in whole.items():
@@ -542,21 +545,21 @@ async def test_a_large_collection_is_read_in_chunks_that_miss_no_run(
 async def test_a_new_index_is_filled_first_and_given_its_read_indexes_after(db, snapshots) -> None:
     """Inserts into a new index pay only `_id` and `runId` (the embedded server pays every
     index on each insert); the first reconcile makes the rest once it has filled it."""
-    from suspended_runs.storage import RunIndex, SnapshotSync
+    from suspended_runs.storage import RunIndex, SnapshotFollower
 
     await snapshots.insert_many(load_snapshots())
     index = RunIndex(db["index"], timedelta(days=1))
-    sync = SnapshotSync(snapshots, index, db["state"])
+    sync = SnapshotFollower(snapshots, index, db["state"])
     await index.ensure_indexes()
     assert sorted(await db["index"].index_information()) == ["_id_", "runId_1"]
     written: list[list[str]] = []
-    put_new = index.put_new
+    put_new = index.discovery.put_new
 
     async def put_new_seeing_indexes(entries: Any) -> int:
         written.append(sorted(await db["index"].index_information()))
         return await put_new(entries)
 
-    index.put_new = put_new_seeing_indexes  # type: ignore[method-assign]
+    index.discovery.put_new = put_new_seeing_indexes  # type: ignore[method-assign]
     report = await sync.reconcile()
     assert report.written == 6 and written and all(w == ["_id_", "runId_1"] for w in written)
     made = await db["index"].index_information()

@@ -57,10 +57,10 @@ async def indexes(db, monkeypatch: pytest.MonkeyPatch) -> tuple[RunIndex, RunInd
         for i in range(300)
     ]
     done = [entry(run_id=f"d-{i}", status=RunStatus.COMPLETED) for i in range(20)]
-    await second.put_suspended(runs)
-    await second.put_started(done[0])
+    await second.discovery.put_suspended(runs)
+    await second.claims.put_started(done[0])
     for finished in done[1:]:
-        await second.put_started(finished)
+        await second.claims.put_started(finished)
     return first, second
 
 
@@ -108,15 +108,15 @@ async def test_writes_from_another_process_are_counted_from_what_changed(indexes
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
     seen = await second.get("r-150")
     assert seen is not None
-    assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
     await assert_exact(first)
-    await second.put_started(entry(run_id="r-new", agent_id="a-1", resource_id="res-2"))
+    await second.claims.put_started(entry(run_id="r-new", agent_id="a-1", resource_id="res-2"))
     await assert_exact(first)
-    await second.end_runs(["r-007", "r-008"], T0)
+    await second.discovery.end_runs(["r-007", "r-008"], T0)
     await assert_exact(first)
     later = await second.get("r-150")
     assert later is not None
-    await second.settle_seen(later, later.finished(RunStatus.COMPLETED, None, T0))
+    await second.claims.settle_seen(later, later.finished(RunStatus.COMPLETED, None, T0))
     await assert_exact(first)
     assert first.tallies is not None and first.tallies.loaded
     assert asked == []
@@ -126,7 +126,7 @@ async def test_a_new_epoch_forgets_them_and_they_are_read_again(indexes) -> None
     """A deletion leaves no stamp: the counts are taken as before until read again."""
     first, second = indexes
     await read_tallies(first)
-    await second.collection.delete_one({"runId": "r-010"})
+    await second.writes.delete_one({"runId": "r-010"})
     await assert_exact(first)
     await read_tallies(first)
     await assert_exact(first)
@@ -139,7 +139,7 @@ async def test_more_changes_than_they_keep_track_of_are_read_afresh(
     caplog.set_level(logging.INFO, logger=tallies_module.__name__)
     monkeypatch.setattr(counts_module, "_MOST_CHANGED", 3)
     await read_tallies(first)
-    await second.end_runs([f"r-{i:03d}" for i in range(20, 30)], T0)
+    await second.discovery.end_runs([f"r-{i:03d}" for i in range(20, 30)], T0)
     await assert_exact(first)
     for _ in range(200):
         if caplog.text.count("counts of suspended runs kept in memory: 290 runs") == 1:
@@ -151,7 +151,7 @@ async def test_more_changes_than_they_keep_track_of_are_read_afresh(
 
 async def test_a_malformed_entry_is_left_out_and_the_others_counted(indexes) -> None:
     first, second = indexes
-    await second.collection.insert_one(
+    await second.writes.insert_one(
         {"runId": "bad", "status": "SUSPENDED", "agentId": "a-1", "createdAt": "yesterday"}
     )
     await read_tallies(first)
@@ -162,7 +162,7 @@ async def test_the_process_filling_a_new_index_reads_none_until_it_is_done(db) -
     """Its first reconcile changes the epoch with every batch: what it read would be stale."""
     index = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
     await index.ensure_indexes()  # a new index, which its first reconcile fills
-    await index.put_suspended([entry()])
+    await index.discovery.put_suspended([entry()])
     assert await index.count(RunFilter()) == 1
     await asyncio.sleep(0.3)
     assert index.tallies is not None and not index.tallies.loaded
@@ -181,7 +181,7 @@ async def test_what_was_written_while_they_were_read_is_applied_before_they_coun
     first, second = indexes
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
     newest = await second.get("r-299")
-    assert newest is not None and await second.take_over(newest, claim)
+    assert newest is not None and await second.claims.take_over(newest, claim)
     real_find = first.collection.find
     first.collection.find = _missing_both(real_find, second, claim)
     tallies = first.tallies
@@ -213,9 +213,9 @@ def _missing_both(real_find: Any, second: RunIndex, claim: Claim) -> Any:
             running = await second.get("r-299")
             assert running is not None
             back = replace(running, status=RunStatus.SUSPENDED, claim=None)
-            assert await second.settle_seen(running, back)
+            assert await second.claims.settle_seen(running, back)
             oldest = await second.get("r-010")
-            assert oldest is not None and await second.take_over(oldest, claim)
+            assert oldest is not None and await second.claims.take_over(oldest, claim)
             async for doc in real_find(query, *args, **kwargs):
                 if doc["runId"] != "r-299":  # its place was passed before it came back
                     yield doc
@@ -235,5 +235,5 @@ async def test_a_version_document_made_anew_starts_them_afresh(indexes) -> None:
     seen = await second.get("r-150")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
-    assert await second.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
     await assert_exact(first)

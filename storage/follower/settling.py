@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -26,16 +26,11 @@ from suspended_runs.storage.types import MASTRA_RUN_WORKFLOWS, Document, RunStat
 log = logging.getLogger(__name__)
 
 
+@dataclass(slots=True)
 class Settlement:
-    def __init__(
-        self,
-        snapshots: AsyncCollection[Document],
-        index: RunIndex,
-        clock: Callable[[], datetime],
-    ) -> None:
-        self.snapshots = snapshots
-        self.index = index
-        self.clock = clock
+    snapshots: AsyncCollection[Document]
+    index: RunIndex
+    clock: Callable[[], datetime]
 
     async def mastra_snapshot(self, run_id: str) -> Document | None:
         return await self.snapshots.find_one(
@@ -68,12 +63,12 @@ class Settlement:
         whose snapshot moved on; how many were settled."""
         settled = 0
         now = self.clock()
-        for entry in await self.index.claimed():
+        for entry in await self.index.claims.claimed():
             in_doubt = entry.outcome_unknown or entry.status_at(now) is RunStatus.STALLED
             if entry.runtime is not Runtime.MASTRA or not in_doubt:
                 continue
             after = await self.moved_on(entry)
-            if after is not None and await self.index.settle_seen(entry, after):
+            if after is not None and await self.index.claims.settle_seen(entry, after):
                 log.info(
                     "settled a run in doubt from its snapshot",
                     extra={"runId": entry.run_id, "status": after.status.value},

@@ -21,6 +21,7 @@ from typing import Any
 from pymongo.asynchronous.collection import AsyncCollection
 
 from suspended_runs.storage.index.filters import Span, WindowWalk, remember, shape_key
+from suspended_runs.storage.index.version import IndexVersion
 from suspended_runs.storage.types import Document, RunStatus
 
 STAMP: Document = {"$currentDate": {"changedAt": True}}
@@ -33,21 +34,6 @@ _CLOCK_SLACK = timedelta(seconds=5)
 a count's version are looked at again."""
 _MOST_CHANGED = 2000
 """Entries written since a count beyond which it is counted afresh."""
-
-
-@dataclass(frozen=True, slots=True)
-class IndexVersion:
-    """What the index is at: `token` is new after every write that changed an entry (in
-    any process), `at` is when that write was made (the database's clock), and `epoch` is
-    new when entries were written without a stamp or deleted (counts start afresh);
-    `oldest`/`newest` bound the `createdAt` of what was ever written."""
-
-    token: Any = None
-    changes: int = 0
-    oldest: datetime | None = None
-    newest: datetime | None = None
-    at: datetime | None = None
-    epoch: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,12 +6,15 @@ calls each is built on every poll, and construction cost is the hot path.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from suspended_runs.storage.types import Document, RunStatus, Runtime
+
+log = logging.getLogger(__name__)
 
 
 class Action(StrEnum):
@@ -225,3 +228,15 @@ class RunEntry:
             decided_at=doc.get("decidedAt"),
             decided_by=doc.get("decidedBy"),
         )
+
+
+def read_entry(doc: Document) -> RunEntry | None:
+    """An entry, or None (logged) for a document that is not one: a bad entry never fails a page."""
+    try:
+        return RunEntry.from_document(doc)
+    except (KeyError, ValueError, TypeError) as exc:
+        log.warning(
+            "skipped a malformed run-index entry",
+            extra={"runId": str(doc.get("runId")), "reason": f"{type(exc).__name__}: {exc}"},
+        )
+        return None

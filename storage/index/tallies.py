@@ -1,11 +1,10 @@
 """Exact counts of suspended runs for every equality shape at once, kept in memory and
 brought up to date from what changed (docs/design.md, "Counts").
 
-A shape's first count on the embedded server reads each of its matches, about 60 µs an
-entry: at 100,000 runs a resource's 500 suspended runs cost 30 ms, twice its page. The
-tallies are read once, in the background, as every suspended entry's scope and
-`createdAt` (about 6 s of the database's time at 100,000, in batches that let requests
-through); after that a count of any agent, resource, thread or pair of them, within any
+A shape's first count on the embedded server reads each of its matches: a resource with
+many suspended runs costs more to count than to page. The tallies are read once, in the
+background, as every suspended entry's scope and `createdAt` (in batches that let
+requests through); after that a count of any agent, resource, thread or pair of them, within any
 `createdAt` span, is a lookup, and a new version of the index costs the one query on
 `changedAt` a kept count makes (storage/index/counts.py, `written_since`). Until they are
 read, and when they cannot be brought up to date (a new epoch, too many changes), counts
@@ -25,8 +24,9 @@ from datetime import datetime
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.index.counts import IndexVersion, written_since
+from suspended_runs.storage.index.counts import written_since
 from suspended_runs.storage.index.filters import Span
+from suspended_runs.storage.index.version import IndexVersion
 from suspended_runs.storage.types import Document, RunStatus
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,126 @@
+"""Decisions and claims on the run index: exactly one continuation per decision.
+
+Each write is one conditional update on the entry as it was seen (its `version`), or on
+the claim its holder took, so of any number of concurrent callers exactly one wins
+(docs/design.md, "Claims").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from suspended_runs.storage.index.counts import STAMP
+from suspended_runs.storage.index.entry import Claim, RunEntry, read_entry
+from suspended_runs.storage.index.writes import IndexWriter
+from suspended_runs.storage.types import FINISHED, Document, RunStatus
+
+
+class ClaimWrites(IndexWriter):
+    async def put_started(self, entry: RunEntry) -> None:
+        """The entry of a run this server just started.
+
+        An upsert: the follower may have indexed the run's snapshot a moment before.
+        """
+        await self._version.note_created([entry.created_at])
+        await self._agents.note([entry])
+        # The whole entry, as a replacement would put it (to_document names every field but
+        # expiresAt), stamped.
+        update = {"$set": entry.to_document(), "$unset": {"expiresAt": ""}, **STAMP}
+        await self._writes.update_one({"runId": entry.run_id}, update, upsert=True)
+
+    async def apply_decision(self, seen: RunEntry, decided: RunEntry, claim: Claim | None) -> bool:
+        """Record decisions on the entry as it was seen; with a claim, also take the run.
+
+        One conditional update: of any number of concurrent callers that saw the same
+        version, exactly one wins; the others find the version moved on and look again.
+        """
+        update: Document = {
+            "$set": {
+                "toolCalls": [call.to_document() for call in decided.tool_calls],
+                "decidedAt": decided.decided_at,
+                "decidedBy": decided.decided_by,
+            },
+            "$inc": {"version": 1},
+            **STAMP,
+        }
+        if claim is not None:
+            update["$set"] |= {"status": RunStatus.RUNNING.value, "claim": claim.to_document()}
+        result = await self._writes.update_one(
+            {"runId": seen.run_id, "status": RunStatus.SUSPENDED.value, "version": seen.version},
+            update,
+        )
+        return result.modified_count == 1
+
+    async def settle(self, after: RunEntry, claimed_by: str) -> bool:
+        """Write where a continued run came to rest; only the holder of its claim may."""
+        return await self._rest(
+            {"runId": after.run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
+            after,
+        )
+
+    async def settle_seen(self, seen: RunEntry, after: RunEntry) -> bool:
+        """Write where a run came to rest over the entry exactly as it was `seen` (its
+        version): a run whose outcome was unknown, settled from its snapshot; a run an
+        operator released or cancelled."""
+        return await self._rest({"runId": seen.run_id, "version": seen.version}, after)
+
+    async def take_over(self, seen: RunEntry, claim: Claim) -> bool:
+        """Claim a run as it was `seen` (SUSPENDED, or STALLED: its holder died), so that
+        an operator's action on it runs once."""
+        result = await self._writes.update_one(
+            {"runId": seen.run_id, "version": seen.version},
+            {
+                "$set": {"status": RunStatus.RUNNING.value, "claim": claim.to_document()},
+                "$inc": {"version": 1},
+                **STAMP,
+            },
+        )
+        return result.modified_count == 1
+
+    async def mark_outcome_unknown(self, run_id: str, claimed_by: str) -> bool:
+        """Keep the claim of a run whose decision may have been applied, and say so."""
+        result = await self._writes.update_one(
+            {"runId": run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
+            {"$set": {"claim.outcomeUnknown": True}, "$inc": {"version": 1}, **STAMP},
+        )
+        return result.modified_count == 1
+
+    async def renew_claim(self, run_id: str, claimed_by: str, expires_at: datetime) -> bool:
+        """Extend the lease of a claim its holder still holds."""
+        result = await self._writes.update_one(
+            {"runId": run_id, "status": RunStatus.RUNNING.value, "claim.by": claimed_by},
+            {"$set": {"claim.expiresAt": expires_at}},
+        )
+        return result.modified_count == 1
+
+    async def claimed(self) -> list[RunEntry]:
+        """Every RUNNING entry (few: the runs being continued, stalled or in doubt)."""
+        cursor = self.collection.find({"status": RunStatus.RUNNING.value}, {"_id": 0})
+        return [entry async for doc in cursor if (entry := read_entry(doc)) is not None]
+
+    async def suspended_before(
+        self,
+        cutoff: datetime,
+        *,
+        agent_ids: list[str] | None = None,
+        exclude_agent_ids: list[str] | None = None,
+        limit: int = 100,
+    ) -> list[RunEntry]:
+        """SUSPENDED runs that have waited since before `cutoff` (for expiry), oldest first."""
+        query: Document = {"status": RunStatus.SUSPENDED.value, "suspendedAt": {"$lte": cutoff}}
+        if agent_ids is not None:
+            query["agentId"] = {"$in": agent_ids}
+        elif exclude_agent_ids:
+            query["agentId"] = {"$nin": exclude_agent_ids}
+        cursor = self.collection.find(query, {"_id": 0}, sort=[("suspendedAt", 1)], limit=limit)
+        return [entry async for doc in cursor if (entry := read_entry(doc)) is not None]
+
+    async def _rest(self, condition: Document, after: RunEntry) -> bool:
+        doc = {k: v for k, v in after.to_document().items() if k not in ("version", "runId")}
+        update: Document = {"$set": doc, "$inc": {"version": 1}, **STAMP}
+        if after.status in FINISHED and after.ended_at:
+            doc["expiresAt"] = after.ended_at + self._retention.period
+        else:
+            update["$unset"] = {"expiresAt": ""}
+        result = await self._writes.update_one(condition, update)
+        return result.modified_count == 1

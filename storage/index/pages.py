@@ -1,0 +1,191 @@
+"""List pages and counts of the run index, asked in `createdAt` windows.
+
+The embedded server answers a sorted query by reading every match, so a page is asked as
+one query per shape (state, scope value), each in windows of `createdAt` just wide enough
+for the page, and merged (docs/design.md, "Lists on the embedded server").
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Generic, Protocol, TypeVar
+
+from pymongo.asynchronous.collection import AsyncCollection
+
+from suspended_runs.storage.index.counts import RunCounts
+from suspended_runs.storage.index.entry import RunEntry, read_entry
+from suspended_runs.storage.index.filters import (
+    SORT,
+    Cursor,
+    RunFilter,
+    Span,
+    WindowWalk,
+    remember,
+    shape_key,
+)
+from suspended_runs.storage.index.tallies import SuspendedTallies
+from suspended_runs.storage.index.version import IndexVersion
+from suspended_runs.storage.types import Document
+
+
+class RunPages:
+    def __init__(
+        self, collection: AsyncCollection[Document], tallies: SuspendedTallies | None
+    ) -> None:
+        self.collection = collection
+        self.tallies = tallies
+        self._densities: dict[tuple[Any, ...], float] = {}
+        """Matches per second of `createdAt`, learned per shape (shared with the counts)."""
+        self._counts = RunCounts(collection, self._densities)
+        self._reached: OrderedDict[str, tuple[datetime, datetime]] = OrderedDict()
+        """The newest and oldest `createdAt` the last first page of each shape found: the
+        next one's first window spans them (open above, so nothing newer is missed), not
+        the time since the newest run of every shape, nor a width from a density averaged
+        across a gap in time."""
+
+    async def page(
+        self,
+        run_filter: RunFilter,
+        version: IndexVersion,
+        *,
+        limit: int,
+        skip: int = 0,
+        after: Cursor | None = None,
+        now: datetime | None = None,
+    ) -> list[RunEntry]:
+        """The runs `run_filter` selects, in `(createdAt desc, runId)` order: `limit` of them
+        after `skip` others, or after the cursor `after`. One query per shape (state, scope
+        value), merged; each asked in windows, so it costs about `skip + limit` matches.
+
+        The runs skipped are read as their sort keys only, and the page as a keyset page
+        after the last of them: a skipped run costs its lookup, not its transfer and
+        decoding."""
+        now = now or datetime.now(UTC)
+        if skip:
+            passed = await self._merged(run_filter, _KEYS, skip, after, version, now)
+            if len(passed) < skip:
+                return []
+            after = passed[-1]
+        return await self._merged(run_filter, _ENTRIES, limit, after, version, now)
+
+    async def count(self, run_filter: RunFilter, version: IndexVersion, now: datetime) -> int:
+        """How many runs `run_filter` selects, exact as of `version`: suspended runs from
+        the tallies of every shape (storage/index/tallies.py) once they are read, else kept
+        per filter, and brought up to date from what changed (storage/index/counts.py)."""
+        span = run_filter.span()
+        total = 0
+        for shape in run_filter.shapes(now):
+            tallied = await self.tallies.count(shape, span, version) if self.tallies else None
+            if tallied is None:
+                tallied = await self._counts.count(shape, span, version, now)
+            total += tallied
+        return total
+
+    async def _merged(
+        self,
+        run_filter: RunFilter,
+        read: _Reading[_Keyed],
+        need: int,
+        after: Cursor | None,
+        at: IndexVersion,
+        now: datetime,
+    ) -> list[_Keyed]:
+        """The first `need` runs of every shape of `run_filter` after `after`, merged."""
+        span = run_filter.span()
+        pages = [
+            await self._page_of(shape, span, read, need=need, after=after, at=at, now=now)
+            for shape in run_filter.shapes(now)
+        ]
+        merged = heapq.merge(*pages, key=lambda e: (-e.created_at.timestamp(), e.run_id))
+        return list(itertools.islice(merged, need))
+
+    async def _page_of(
+        self,
+        shape: Document,
+        span: Span,
+        read: _Reading[_Keyed],
+        *,
+        need: int,
+        after: Cursor | None,
+        at: IndexVersion,
+        now: datetime,
+    ) -> list[_Keyed]:
+        """`need` runs of one shape within `span`, after the cursor: first the ties at the
+        cursor's moment (`runId` after it), then windows below it. The same page as
+        `createdAt < c or (createdAt == c and runId > r)` without a top-level $or, which the
+        embedded server scans for."""
+        found: list[_Keyed] = []
+        if after is not None:
+            if span.holds(after.created_at):
+                ties = {**shape, "createdAt": after.created_at, "runId": {"$gt": after.run_id}}
+                found += await self._find(ties, need, read)
+            span = span.below(after.created_at)
+        newest, reach = self._reached.get(repr(shape)) or (None, None)
+        walk = WindowWalk(
+            span,
+            top=newest or at.newest or now,
+            floor=at.oldest,
+            need=need - len(found),
+            density=self._densities.get(shape_key(shape)),
+            reach=reach if after is None else None,
+        )
+        while not walk.done:
+            window = walk.window().to_query()
+            query = {**shape, "createdAt": window} if window else shape
+            more = await self._find(query, walk.wanted, read)
+            found += more
+            walk.saw(len(more))
+        if found:
+            self._learn(shape, walk, found, first_page=after is None)
+        return found
+
+    def _learn(
+        self, shape: Document, walk: WindowWalk, entries: list[_Keyed], *, first_page: bool
+    ) -> None:
+        """What a walk found about its shape: its density, and (a first page) its newest."""
+        if density := walk.learned(entries[-1].created_at, entries[0].created_at):
+            self._densities[shape_key(shape)] = density
+        if first_page:
+            remember(self._reached, repr(shape), (entries[0].created_at, entries[-1].created_at))
+
+    async def _find(self, query: Document, limit: int, read: _Reading[_Keyed]) -> list[_Keyed]:
+        cursor = self.collection.find(query, read.projection, sort=SORT, limit=limit)
+        return [found async for doc in cursor if (found := read.convert(doc)) is not None]
+
+
+def _read_key(doc: Document) -> Cursor | None:
+    """A run's place in list order, or None for an entry without one (a page skips it)."""
+    created_at, run_id = doc.get("createdAt"), doc.get("runId")
+    if not isinstance(created_at, datetime) or not isinstance(run_id, str):
+        return None
+    return Cursor(created_at, run_id)
+
+
+class _Ordered(Protocol):
+    """What a list merges by: a run's place in `(createdAt desc, runId)` order."""
+
+    @property
+    def created_at(self) -> datetime: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+
+_Keyed = TypeVar("_Keyed", bound=_Ordered)
+
+
+@dataclass(frozen=True, slots=True)
+class _Reading(Generic[_Keyed]):
+    """What a list query reads of each entry, and what it makes of it (None: skipped)."""
+
+    projection: Document
+    convert: Callable[[Document], _Keyed | None]
+
+
+_ENTRIES = _Reading({"_id": 0, "snapshotId": 0}, read_entry)  # pages are never written back
+_KEYS = _Reading({"_id": 0, "createdAt": 1, "runId": 1}, _read_key)
