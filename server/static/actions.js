@@ -8,8 +8,6 @@ import {
   RUN_DECISIONS,
   decideManyMutation,
   decisionMutation,
-  features,
-  missingFeature,
   operatorMutation,
 } from "./queries.js";
 import { state } from "./state.js";
@@ -60,7 +58,7 @@ export async function decide(run, call, action, extra, key) {
     keys.delete(request);
     await answered(run, call, action, data.answer, key);
   } catch (error) {
-    failed(run, key, error, "editedArgs" in input);
+    failed(run, key, error);
   } finally {
     state.busy.delete(key);
     page.render();
@@ -101,12 +99,7 @@ function learnRole(needed) {
   state.role = String(needed).toUpperCase() === "ADMIN" ? "APPROVER" : "VIEWER";
 }
 
-function failed(run, key, error, edited) {
-  if (edited && error instanceof api.GraphQLErrors && missingFeature(error) === "editedArgs") {
-    features.editedArgs = false;
-    const text = "This server does not take edited arguments yet: nothing was sent. Approve or decline the call as it is.";
-    return tell(key, run, { text, tone: "warn" });
-  }
+function failed(run, key, error) {
   if (error instanceof api.Unauthenticated) {
     page.signIn(`The server asks for credentials (${error.message}). Nothing was done.`);
     return;
@@ -134,7 +127,7 @@ export async function decideSelected(action, reason) {
   items.forEach(({ run, call }) => state.busy.add(`${run.runId}/${call.toolCallId}`));
   page.render();
   try {
-    const results = await decideAll(action, decisions);
+    const results = await decideAll(decisions);
     decisions.forEach((input) => keys.delete(input.request));
     await Promise.all(
       results.map((answer, i) => {
@@ -144,7 +137,7 @@ export async function decideSelected(action, reason) {
     );
     state.selected.clear();
   } catch (error) {
-    failed(null, "bulk", error, false);
+    failed(null, "bulk", error);
     page.log("Selected runs", state.notes.get("bulk")?.text ?? error.message, "error");
   } finally {
     items.forEach(({ run, call }) => state.busy.delete(`${run.runId}/${call.toolCallId}`));
@@ -164,29 +157,12 @@ function decisionInput(run, call, action, reason) {
 
 const BULK_CHUNK = 50; // decisions per decideToolCalls (the server takes up to BULK_DECISIONS_MAX)
 
-/** decideToolCalls when the server has it, in chunks; else one mutation per call, in order. */
-async function decideAll(action, decisions) {
-  if (features.decideToolCalls) {
-    try {
-      const answers = [];
-      for (let i = 0; i < decisions.length; i += BULK_CHUNK) {
-        const chunk = decisions.slice(i, i + BULK_CHUNK);
-        answers.push(...(await api.mutate(decideManyMutation(), { decisions: chunk })).answers);
-      }
-      return answers;
-    } catch (error) {
-      if (!(error instanceof api.GraphQLErrors) || missingFeature(error) !== "decideToolCalls") throw error;
-      features.decideToolCalls = false;
-    }
-  }
+/** decideToolCalls, in chunks. */
+async function decideAll(decisions) {
   const answers = [];
-  for (const { action: _, ...input } of decisions) {
-    try {
-      answers.push((await api.mutate(decisionMutation(action), { input })).answer);
-    } catch (error) {
-      if (error instanceof api.Unauthenticated) throw error;
-      answers.push({ __typename: "NoAnswer", message: `no answer: ${error.message}` });
-    }
+  for (let i = 0; i < decisions.length; i += BULK_CHUNK) {
+    const chunk = decisions.slice(i, i + BULK_CHUNK);
+    answers.push(...(await api.mutate(decideManyMutation(), { decisions: chunk })).answers);
   }
   return answers;
 }
@@ -202,7 +178,7 @@ export async function operate(run, action, reason, key) {
     if (data.answer.__typename === "Forbidden") learnRole(data.answer.neededRole);
     tell(key, run, said);
   } catch (error) {
-    failed(run, key, error, false);
+    failed(run, key, error);
   } finally {
     state.busy.delete(key);
     page.render();

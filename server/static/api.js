@@ -25,17 +25,6 @@ export class GraphQLErrors extends Error {
   get codes() {
     return this.errors.map((e) => e.extensions?.code);
   }
-
-  /** Whether the server lacks `name` (a field, argument or input field this page knows
-   * of, that an older server does not have yet). */
-  lacks(name) {
-    const quoted = `"${name}"`;
-    return this.errors.some(
-      (e) =>
-        e.message.includes(quoted) &&
-        /Cannot query field|Unknown argument|is not defined by type|Unknown type/.test(e.message),
-    );
-  }
 }
 
 export function credentials() {

@@ -4,44 +4,23 @@
 import * as actions from "./actions.js";
 import * as api from "./api.js";
 import { ago, until } from "./answers.js";
-import { runCard } from "./cards.js";
 import { $, $$, h } from "./dom.js";
-import { VIEWER, features, missingFeature, runsQuery, waitingQuery } from "./queries.js";
+import { readFilters, variables, writeFilters } from "./filters.js";
+import { clearCards, renderList, showAgents } from "./list.js";
+import { VIEWER, runsQuery, waitingQuery } from "./queries.js";
 import { may, state } from "./state.js";
+import { VIEWS, viewFromHash } from "./views.js";
 
 const POLL_MS = 4000;
-const VIEWS = {
-  waiting: {
-    title: "Waiting for a decision",
-    note: "",
-    empty: "Nothing waits for a decision.",
-  },
-  operator: {
-    title: "Needs an operator",
-    note: "Runs whose process stopped (STALLED), and runs whose decision's answer was lost (RUNNING, outcome unknown). Nothing re-runs them by itself.",
-    empty: "No run needs an operator.",
-    statuses: ["STALLED", "RUNNING"],
-  },
-  recent: {
-    title: "Recent",
-    note: "Decided and finished runs, kept by the server for a few days.",
-    empty: "No finished run.",
-    statuses: ["COMPLETED", "FAILED", "CANCELLED", "ENDED"],
-  },
-};
-
 let signedIn = false;
 let loadedAt = null;
 let sequence = 0;
 let timer = null;
-let wantFocus = null; // {key, run}: the element (data-focus) that had focus before a render
-const cards = new Map(); // run id -> {card, signature}
 const act = { decide: actions.decide, operate: actions.operate, select: (run, on) => select(run, on) };
 
 // Who is asking --------------------------------------------------------------------------
 
 async function whoami() {
-  if (!features.viewer) return enter();
   try {
     const { data } = await api.query(VIEWER);
     Object.assign(state, { subject: data.viewer.subject, role: data.viewer.role, roleKnown: true });
@@ -53,9 +32,6 @@ async function whoami() {
         ? `The server did not accept these credentials (${error.message}).`
         : "This server needs an API key or a bearer token.";
       askCredentials(why);
-    } else if (error instanceof api.GraphQLErrors && missingFeature(error) === "viewer") {
-      features.viewer = false;
-      enter();
     } else {
       problem(`Cannot reach the server (${error.message}); trying again.`);
       setTimeout(whoami, POLL_MS);
@@ -110,11 +86,6 @@ function signOut() {
 
 // Views, filters and paging ---------------------------------------------------------------
 
-function viewFromHash() {
-  const name = location.hash.slice(1);
-  return name in VIEWS ? name : "waiting";
-}
-
 function setView(name, { focus = true } = {}) {
   const view = VIEWS[name];
   state.view = name;
@@ -134,29 +105,6 @@ function setView(name, { focus = true } = {}) {
   refresh().then(schedule);
 }
 
-function readFilters() {
-  const form = $("#filters");
-  for (const name of Object.keys(state.filters)) state.filters[name] = form.elements[name].value.trim();
-  state.size = Number(form.elements.size.value) || 20;
-  const params = new URLSearchParams(Object.entries(state.filters).filter(([, v]) => v));
-  if (state.size !== 20) params.set("size", String(state.size));
-  const query = params.toString();
-  history.replaceState(null, "", `${location.pathname}${query ? `?${query}` : ""}${location.hash}`);
-}
-
-function writeFilters() {
-  const params = new URLSearchParams(location.search);
-  const form = $("#filters");
-  for (const name of Object.keys(state.filters)) {
-    state.filters[name] = params.get(name) ?? "";
-    if (name === "agent" && state.filters.agent) form.elements.agent.append(h("option", { value: state.filters.agent }, state.filters.agent));
-    form.elements[name].value = state.filters[name];
-  }
-  const size = params.get("size");
-  if (size && [...form.elements.size.options].some((o) => o.value === size)) form.elements.size.value = size;
-  state.size = Number(form.elements.size.value);
-}
-
 function applyFilters(event) {
   event?.preventDefault();
   readFilters();
@@ -169,26 +117,6 @@ function clearFilters() {
   const form = $("#filters");
   for (const name of Object.keys(state.filters)) form.elements[name].value = "";
   applyFilters();
-}
-
-/** A date input's day, from its first to its last millisecond in the user's time zone. */
-function dayBound(value, end) {
-  const [year, month, day] = value.split("-").map(Number);
-  const date = end ? new Date(year, month - 1, day, 23, 59, 59, 999) : new Date(year, month - 1, day);
-  return date.toISOString();
-}
-
-function variables() {
-  const f = state.filters;
-  const filter = {};
-  if (f.agent) filter.agentId = f.agent;
-  if (f.resource) filter.resourceId = f.resource;
-  if (f.thread) filter.threadId = f.thread;
-  if (f.from) filter.fromDate = dayBound(f.from, false);
-  if (f.to) filter.toDate = dayBound(f.to, true);
-  const statuses = VIEWS[state.view].statuses;
-  if (statuses) filter.status = statuses;
-  return { filter, first: state.size, after: state.cursors.at(-1) };
 }
 
 function page(step) {
@@ -207,7 +135,6 @@ function refresh() {
 async function load() {
   if (!signedIn) return;
   const mine = ++sequence;
-  if (state.view !== "waiting" && !features.runs) return unavailable();
   const query = state.view === "waiting" ? waitingQuery() : runsQuery();
   try {
     const { data } = await api.query(query, variables());
@@ -216,17 +143,14 @@ async function load() {
     problem("");
     show(data);
   } catch (error) {
-    if (mine === sequence) await loadFailed(error);
+    if (mine === sequence) loadFailed(error);
   }
   tick();
 }
 
-async function loadFailed(error) {
+function loadFailed(error) {
   if (error instanceof api.Unauthenticated) {
     askCredentials(`The server asks for credentials again (${error.message}).`);
-  } else if (error instanceof api.GraphQLErrors && missingFeature(error)) {
-    features[missingFeature(error)] = false;
-    await load();
   } else if (error instanceof api.GraphQLErrors && error.codes.includes("FORBIDDEN")) {
     problem("These credentials may not read runs: they have no role that allows it.");
   } else if (error instanceof api.GraphQLErrors) {
@@ -234,13 +158,6 @@ async function loadFailed(error) {
   } else {
     problem(`Cannot reach the server (${error.message}); trying again.`);
   }
-}
-
-function unavailable() {
-  $("#summary").textContent = "This server cannot list runs by state yet (it has no `runs` query): this view needs a newer server.";
-  state.list = { runs: [], total: 0, hasMore: false, nextCursor: null };
-  renderList([]);
-  $("#empty").hidden = true;
 }
 
 function schedule() {
@@ -274,7 +191,7 @@ function show(data) {
   const runs = visibleRuns();
   const ids = new Set(runs.map((r) => r.runId));
   for (const id of state.selected) if (!ids.has(id)) state.selected.delete(id);
-  renderList(runs);
+  renderList(runs, act);
   summarize(runs);
   updateBulk();
 }
@@ -307,100 +224,10 @@ function summarize(runs) {
   $("#older").disabled = !list.hasMore;
 }
 
-function showAgents(agents) {
-  const select = $("#f-agent");
-  const signature = JSON.stringify(agents);
-  if (select.dataset.signature === signature) return;
-  select.dataset.signature = signature;
-  const current = state.filters.agent;
-  const options = agents.map((a) =>
-    h("option", { value: a.id }, `${a.id} (${a.runtime === "PYTHON" ? "Python" : "Mastra"}, ${a.suspendedRuns} waiting)`),
-  );
-  if (current && !agents.some((a) => a.id === current)) options.push(h("option", { value: current }, current));
-  select.replaceChildren(h("option", { value: "" }, "All agents"), ...options);
-  select.value = current;
-}
-
-function cardSignature(run) {
-  const mine = (key) => key === run.runId || key.startsWith(`${run.runId}/`);
-  return JSON.stringify([
-    run,
-    state.view,
-    state.role,
-    state.roleKnown,
-    features.editedArgs,
-    state.selected.has(run.runId),
-    [...state.busy].filter(mine),
-    [...state.notes].filter(([key]) => mine(key)),
-    [...state.open].filter(mine),
-  ]);
-}
-
-/** Cards updated in place: a card is rebuilt only when its run (or what the page shows
- * about it) changed, so that polling never takes away what the user is typing or where
- * the keyboard focus is. */
-function renderList(runs) {
-  const container = $("#runs");
-  const focused = document.activeElement;
-  if (focused?.dataset?.focus) {
-    wantFocus = { key: focused.dataset.focus, run: focused.closest("article.run")?.dataset.run };
-  }
-  const before = [...cards.keys()];
-  let previous = null;
-  for (const run of runs) {
-    const signature = cardSignature(run);
-    let entry = cards.get(run.runId);
-    if (!entry || entry.signature !== signature) {
-      const card = runCard(run, act);
-      entry?.card.replaceWith(card);
-      entry = { card, signature };
-      cards.set(run.runId, entry);
-    }
-    const next = previous ? previous.nextElementSibling : container.firstElementChild;
-    if (next !== entry.card) container.insertBefore(entry.card, next);
-    previous = entry.card;
-  }
-  const shown = new Set(runs.map((run) => run.runId));
-  for (const [id, entry] of cards) {
-    if (!shown.has(id)) {
-      entry.card.remove();
-      cards.delete(id);
-    }
-  }
-  restoreFocus(before);
-}
-
-/** Focus back where it was before a card was rebuilt; when its run left the list, on the
- * next run's heading (else the list's). */
-function restoreFocus(before) {
-  if (!wantFocus) return;
-  const active = document.activeElement;
-  if (active && active !== document.body && active.dataset?.focus !== wantFocus.key) {
-    wantFocus = null; // the user moved on
-    return;
-  }
-  const target = document.querySelector(`[data-focus="${CSS.escape(wantFocus.key)}"]`);
-  if (target?.disabled) return; // its request is in flight: focused again once it is back
-  if (target) {
-    if (target !== active) target.focus();
-  } else {
-    const gone = before.indexOf(wantFocus.run);
-    const near = [...before.slice(gone + 1), ...before.slice(0, gone).reverse()];
-    const id = cards.has(wantFocus.run) ? wantFocus.run : near.find((run) => cards.has(run));
-    (id ? cards.get(id).card.querySelector("h3") : $("#runs-heading")).focus();
-  }
-  wantFocus = null;
-}
-
 function rerender() {
   if (!state.list) return;
-  renderList(visibleRuns());
+  renderList(visibleRuns(), act);
   updateBulk();
-}
-
-function clearCards() {
-  for (const entry of cards.values()) entry.card.remove();
-  cards.clear();
 }
 
 // Selection and bulk decisions -------------------------------------------------------------

@@ -4,7 +4,6 @@
 import { ago, pastTense, until } from "./answers.js";
 import { h, idFor } from "./dom.js";
 import { pretty, renderJson } from "./json.js";
-import { features } from "./queries.js";
 import { may, state } from "./state.js";
 
 /**
@@ -154,7 +153,7 @@ function controls(run, call, id, act) {
         act.decide(run, call, "DECLINE", { reason: draft(`${key}/reason`) || null }, key),
       ),
     ),
-    run.runtime === "PYTHON" && features.editedArgs ? editor(run, call, id, act, busy) : null,
+    run.runtime === "PYTHON" ? editor(run, call, id, act, busy) : null,
   );
 }
 

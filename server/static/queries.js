@@ -1,40 +1,10 @@
-// The GraphQL documents the page sends. Parts of the API that a server may not offer yet
-// are behind `features`: when the server says it lacks one, the page turns it off and
-// asks again without it.
-
-export const features = {
-  viewer: true, // Query.viewer { subject role authenticated }
-  runs: true, // Query.runs(filter: RunsFilter ...): the recent and operator views
-  decidedBy: true, // AgentRun.decidedAt, AgentRun.decidedBy
-  editedArgs: true, // ApproveToolCallInput.editedArgs (Python runs)
-  decideToolCalls: true, // Mutation.decideToolCalls(decisions: [...])
-  expiresAt: true, // AgentRunToolCall.expiresAt: when a pending approval is declined by itself
-};
-
-/** The name of the feature that `error` (GraphQLErrors) says the server lacks, if any. */
-export function missingFeature(error) {
-  const names = {
-    viewer: "viewer",
-    runs: "runs",
-    decidedBy: "decidedBy",
-    decidedAt: "decidedBy",
-    editedArgs: "editedArgs",
-    decideToolCalls: "decideToolCalls",
-    ToolCallDecisionInput: "decideToolCalls",
-    RunsFilter: "runs",
-    expiresAt: "expiresAt",
-  };
-  for (const [name, feature] of Object.entries(names)) {
-    if (features[feature] && error.lacks?.(name)) return feature;
-  }
-  return null;
-}
+// The GraphQL documents the page sends: this server's schema, which serves the page.
 
 function runFields() {
   return `runId agentId runtime status threadId resourceId createdAt suspendedAt
-    outcomeUnknown output error ${features.decidedBy ? "decidedAt decidedBy" : ""}
+    outcomeUnknown output error decidedAt decidedBy
     toolCalls { toolCallId toolName args requiresApproval suspendPayload
-      ${features.expiresAt ? "expiresAt" : ""} decision { action decidedBy decidedAt reason } }`;
+      expiresAt decision { action decidedBy decidedAt reason } }`;
 }
 
 const PAGE = (fields) => `total hasMore nextCursor runs { ${fields} }`;

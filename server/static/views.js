@@ -1,0 +1,27 @@
+// The inbox's three views: what each shows, and which states it asks for.
+
+export const VIEWS = {
+  waiting: {
+    title: "Waiting for a decision",
+    note: "",
+    empty: "Nothing waits for a decision.",
+  },
+  operator: {
+    title: "Needs an operator",
+    note: "Runs whose process stopped (STALLED), and runs whose decision's answer was lost (RUNNING, outcome unknown). Nothing re-runs them by itself.",
+    empty: "No run needs an operator.",
+    statuses: ["STALLED", "RUNNING"],
+  },
+  recent: {
+    title: "Recent",
+    note: "Decided and finished runs, kept by the server for a few days.",
+    empty: "No finished run.",
+    statuses: ["COMPLETED", "FAILED", "CANCELLED", "ENDED"],
+  },
+};
+
+/** The view the address names (`#operator`), else the first. */
+export function viewFromHash() {
+  const name = location.hash.slice(1);
+  return name in VIEWS ? name : "waiting";
+}
