@@ -36,13 +36,13 @@ log = logging.getLogger(__name__)
 _STATE_FILE = "embedded-mongodb.json"
 _OPENING_NOTE_EVERY = 30.0
 """Seconds between log lines while the server opens its data folder. It has no time limit:
-SecantusDB reads every document as it opens (for 100,000 runs, 14 to 33 s with the data in
-the page cache, 8 minutes without it), and a server stopped for taking long never starts."""
+SecantusDB reads every document as it opens (minutes for a large collection whose data is
+not in the page cache), and a server stopped for taking long never starts."""
 _STOP_TIMEOUT = 300.0
 """Longest a clean stop is waited for before the server is killed. Its clean shutdown
-writes what it holds to the data folder (a checkpoint): 2.7 s after loading 40,000 runs,
-but twice over 15 s (this limit before) in `scripts/bench` at 100,000; a server killed
-instead recovers from its journal as it next opens."""
+writes what it holds to the data folder (a checkpoint), which grows with the data and took
+longer than a shorter limit in `scripts/bench`; a server killed instead recovers from its
+journal as it next opens."""
 _STOPPING_NOTE_EVERY = 30.0
 """Seconds between log lines while the server stops."""
 _LOCKED = "already being managed by another process"
@@ -236,7 +236,7 @@ class EmbeddedMongoDB:
         )
 
     def _wait_until_it_answers(self, log_path: Path, logged: int) -> None:
-        """For as long as the server runs and opens its data, saying so every 30 s."""
+        """For as long as the server runs and opens its data, saying so now and then."""
         assert self.process is not None
         started = noted = time.monotonic()
         while not _answers(self.uri):

@@ -48,7 +48,8 @@ CACHEABLE_FIELDS = frozenset({"suspendedRuns", "runs", "agentRun", "agents", "__
 """Root fields whose answer is a function of the run index, the caller and the deployment."""
 _PARSED_KEPT = 512
 VERSION_AGE = 0.1
-"""Seconds a version read serves later tags (one read per poll would bound 304s/s)."""
+"""Seconds a version read serves later tags (one read per poll would bound the rate of
+answers `304 Not Modified`)."""
 
 
 class ConditionalGets:

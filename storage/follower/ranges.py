@@ -2,11 +2,11 @@
 how many there are.
 
 The embedded server decodes every match of a query before it answers the first (one
-query over 100,000 snapshots held 10 GB and answered after 70 s), so a reconcile asks
+query over every snapshot holds them all in memory at once), so a reconcile asks
 by ranges of `run_id`: a UUID's first two hex digits, 256 ranges (the first and last open,
 so every id falls in exactly one). How many to ask at once is learned as they are read,
 so no count comes first (the embedded server reads every document to count a
-collection: 4 s at 100,000 runs): a range that held few widens the next, up to all that
+collection): a range that held few widens the next, up to all that
 is left. Mastra's run ids are random UUIDs, so the share of ranges read is the share of
 the runs read, which estimates how many there are for `/readyz`'s progress.
 """

@@ -177,7 +177,7 @@ def _whole_millisecond_floor(moment: datetime) -> datetime:
 
 
 def _whole_millisecond_ceiling(moment: datetime) -> datetime:
-    """BSON dates are whole milliseconds, so `>= moment` is `> ceiling(moment) - 1 ms`."""
+    """BSON dates are whole milliseconds, so `>= moment` is `>=` its ceiling in them."""
     spare = moment.microsecond % 1000
     return moment + timedelta(microseconds=1000 - spare) if spare else moment
 

@@ -257,7 +257,7 @@ def extraction_projection(prefix: str = "") -> Document:
 
 SMALL_SNAPSHOT_BYTES = 64 * 1024
 """Up to this size a snapshot document is read whole: reducing it costs the embedded server
-more than sending it (at 15 kB, 0.37 ms a document against 0.27 ms, measured at 100,000)."""
+more than sending it (docs/benchmarks.md has the measurement)."""
 
 
 def reading_stage(limit: int = SMALL_SNAPSHOT_BYTES) -> Document:
