@@ -12,6 +12,7 @@ from pathlib import Path
 
 from bson import json_util
 from pymongo.collection import Collection
+from pymongo.errors import OperationFailure
 
 from suspended_runs.storage import Document
 
@@ -60,6 +61,7 @@ def copies(count: int, agents: int, start: datetime) -> Iterator[list[Document]]
         )
 
 
+_INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 MASTRA_INDEXES: list[tuple[list[tuple[str, int]], bool]] = [
     ([("workflow_name", 1), ("run_id", 1)], True),
     ([("run_id", 1)], False),
@@ -75,7 +77,13 @@ MASTRA_INDEXES: list[tuple[list[tuple[str, int]], bool]] = [
 def insert_runs(collection: Collection[Document], runs: Iterable[list[Document]]) -> None:
     """Insert runs' documents a thousand at a time, into a collection indexed as Mastra's is."""
     for keys, unique in MASTRA_INDEXES:
-        collection.create_index(keys, unique=unique)
+        try:
+            collection.create_index(keys, unique=unique)
+        except OperationFailure as exc:
+            # A server of an earlier version made (workflow_name, run_id) without `unique`:
+            # Mastra's init leaves it as it is too (it warns and goes on).
+            if exc.code not in _INDEX_EXISTS_OTHERWISE:
+                raise
     batch: list[Document] = []
     for docs in runs:
         batch += docs

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
-from pymongo.errors import OperationFailure
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from suspended_runs.storage.follower.changes import ChangeApplier
 from suspended_runs.storage.follower.position import FollowPosition
@@ -82,8 +82,13 @@ class Reconciler:
 
     async def ensure_indexes(self) -> None:
         # Indexes are the only writes to Mastra's documents: reconciles and lookups of one
-        # run read by (workflow_name, run_id); Mastra makes its own at init (unique).
-        await self._ensure_snapshot_index([("workflow_name", 1), ("run_id", 1)])
+        # run read by (workflow_name, run_id). Made as Mastra makes it at init (unique), so
+        # whichever starts first, the other finds the same index, not a conflicting one.
+        keys = [("workflow_name", 1), ("run_id", 1)]
+        try:
+            await self._ensure_snapshot_index(keys, unique=True)
+        except DuplicateKeyError:  # a writer left two documents of one run: still read by it
+            await self._ensure_snapshot_index(keys)
 
     async def ensure_updated_at_index(self) -> None:
         """The index that reads by `updatedAt` (polls, a catch-up) need, made when first
@@ -152,9 +157,11 @@ class Reconciler:
         else:
             await self.catch_up(since)
 
-    async def _ensure_snapshot_index(self, keys: list[tuple[str, int]]) -> None:
+    async def _ensure_snapshot_index(
+        self, keys: list[tuple[str, int]], *, unique: bool = False
+    ) -> None:
         try:
-            await self.snapshots.create_index(keys)
+            await self.snapshots.create_index(keys, unique=unique)
         except OperationFailure as exc:
             if exc.code not in _INDEX_EXISTS_OTHERWISE:
                 raise
