@@ -14,9 +14,9 @@ from typing import Any
 from bson import Timestamp
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.follower.settling import extract_or_log
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.snapshots.states import extract_or_log
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 _BATCH = 1000

@@ -27,10 +27,11 @@ from suspended_runs.storage.follower.lease import FollowerLease, instance_name
 from suspended_runs.storage.follower.polling import SnapshotPoller
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.reconcile import Progress, Reconciler, ReconcileReport
-from suspended_runs.storage.follower.settling import Settlement, extract_or_log
+from suspended_runs.storage.follower.settling import Settlement
 from suspended_runs.storage.follower.stopping import stopped
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.snapshots.states import extract_or_log
 from suspended_runs.storage.types import Document
 
 log = logging.getLogger(__name__)

@@ -19,10 +19,11 @@ from suspended_runs.storage.follower.changes import ChangeApplier
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.settling import Settlement
 from suspended_runs.storage.snapshots.reader import SnapshotReader
+from suspended_runs.storage.snapshots.states import STATUS_FIELDS, status_of
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document
 
 _BATCH = 500
-_LOOK = {"_id": 1, "updatedAt": 1, "snapshot.status": 1}
+_LOOK = {"_id": 1, "updatedAt": 1, **STATUS_FIELDS}
 """What a poll reads of each recent document to tell whether it changed since applied."""
 
 
@@ -93,5 +94,4 @@ class SnapshotPoller:
 
 
 def _look_of(doc: Document) -> tuple[Any, Any]:
-    snapshot = doc.get("snapshot")
-    return doc.get("updatedAt"), snapshot.get("status") if isinstance(snapshot, dict) else None
+    return doc.get("updatedAt"), status_of(doc)

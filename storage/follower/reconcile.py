@@ -21,11 +21,15 @@ from pymongo.errors import DuplicateKeyError, OperationFailure
 from suspended_runs.storage.follower.changes import ChangeApplier
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.ranges import RunIdRanges
-from suspended_runs.storage.follower.settling import extract_or_log
 from suspended_runs.storage.follower.stopping import stopped
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.snapshots.reader import SnapshotReader
+from suspended_runs.storage.snapshots.states import (
+    STATUS_FIELDS,
+    extract_or_log,
+    may_be_suspended,
+)
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 log = logging.getLogger(__name__)
@@ -34,9 +38,6 @@ _BATCH = 500
 _INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
 _PROGRESS_LOG_INTERVAL = 10.0
 """Seconds between progress lines while the index is built."""
-_SETTLED = ["running", "success", "failed", "tripwire", "waiting", "pending", "canceled"]
-_SETTLED += ["bailed", "paused", "skipped"]
-"""Mastra's workflow states (WorkflowRunStatus of @mastra/core 1.71) other than suspended."""
 
 
 @dataclass(slots=True)
@@ -169,7 +170,7 @@ class Reconciler:
     async def _candidates(
         self, read: Callable[[list[Document]], AsyncIterator[Document]]
     ) -> AsyncIterator[Document]:
-        """The documents that may be suspended runs (`_candidate`) of what `read` gives for
+        """The documents that may be suspended runs (`may_be_suspended`) of what `read` gives for
         every run workflow, range of `run_id` after range (`RunIdRanges`); `/readyz`'s
         `of` estimated from the share read."""
         ranges = RunIdRanges()
@@ -179,7 +180,7 @@ class Reconciler:
             for name in RUN_WORKFLOWS:
                 async for doc in read([{"workflow_name": name, **within}]):
                     matched += 1
-                    if _candidate(doc):
+                    if may_be_suspended(doc):
                         kept += 1
                         yield doc
             ranges.saw(matched, kept)
@@ -283,15 +284,7 @@ class Reconciler:
 
     async def _look(self, queries: list[Document]) -> AsyncIterator[Document]:
         """`_id`, `run_id`, `updatedAt` and state of the documents `queries` select."""
-        looked = {"_id": 1, "run_id": 1, "updatedAt": 1, "snapshot.status": 1}
+        looked = {"_id": 1, "run_id": 1, "updatedAt": 1, **STATUS_FIELDS}
         for query in queries:
             async for doc in self.snapshots.find(query, looked, batch_size=1000):
                 yield doc
-
-
-def _candidate(doc: Document) -> bool:
-    """A document that may be a suspended run: its snapshot is not in a settled state (or
-    is not an object: a JSON string by older writers, or malformed; it is parsed, or
-    logged)."""
-    snapshot = doc.get("snapshot")
-    return not isinstance(snapshot, dict) or snapshot.get("status") not in _SETTLED

@@ -9,18 +9,16 @@ A run whose snapshot never moves stays claimed, and shows as STALLED once its le
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
 from suspended_runs.storage.index.entry import Outcome, RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
-from suspended_runs.storage.snapshots.extraction import extract_entry
+from suspended_runs.storage.snapshots.states import extract_or_log, resting_state
 from suspended_runs.storage.types import MASTRA_RUN_WORKFLOWS, Document, RunStatus, Runtime
 
 log = logging.getLogger(__name__)
@@ -51,7 +49,7 @@ class Settlement:
             if _call_ids(entry) == _call_ids(claimed):
                 return None
             return replace(entry, version=claimed.version, claim=None).decided_as(claimed)
-        status, error = _status(doc.get("snapshot"))
+        status, error = resting_state(doc.get("snapshot"))
         if status == "failed":
             return claimed.finished(RunStatus.FAILED, Outcome(error=error), now)
         if status == "success":
@@ -77,32 +75,5 @@ class Settlement:
         return settled
 
 
-def extract_or_log(doc: Document) -> RunEntry | None:
-    """`extract_entry`, or None for a document it cannot read (logged by id, skipped)."""
-    try:
-        return extract_entry(doc)
-    except Exception as exc:  # one bad document must never stop the follower
-        log.warning(
-            "skipped a malformed snapshot document",
-            extra={"snapshotId": str(doc.get("_id")), "reason": str(exc)[:200]},
-        )
-        return None
-
-
 def _call_ids(entry: RunEntry) -> set[str | None]:
     return {call.tool_call_id for call in entry.tool_calls}
-
-
-def _status(snapshot: Any) -> tuple[str | None, str | None]:
-    if isinstance(snapshot, str):
-        try:
-            snapshot = json.loads(snapshot)
-        except ValueError:
-            return None, None
-    if not isinstance(snapshot, dict):
-        return None, None
-    error = snapshot.get("error")
-    if isinstance(error, dict):
-        error = error.get("message")
-    status = snapshot.get("status")
-    return (status if isinstance(status, str) else None), (str(error)[:500] if error else None)

@@ -1,0 +1,68 @@
+"""Mastra's workflow states, as a snapshot document carries them (`snapshot.status`).
+
+What the follower reads of a snapshot besides an entry: whether it may be a suspended run
+(a reconcile's light pass), where a run came to rest (settling), and what changed (a
+poll). With extraction.py, the one place that knows what Mastra writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from suspended_runs.storage.index.entry import RunEntry
+from suspended_runs.storage.snapshots.extraction import extract_entry
+from suspended_runs.storage.types import Document
+
+log = logging.getLogger(__name__)
+
+SETTLED = frozenset(
+    {"running", "success", "failed", "tripwire", "waiting", "pending", "canceled", "bailed"}
+    | {"paused", "skipped"}
+)
+"""Mastra's workflow states (WorkflowRunStatus of @mastra/core 1.71) other than suspended."""
+STATUS_FIELDS: Document = {"snapshot.status": 1}
+"""What a light read projects to learn a document's state (`status_of`)."""
+
+
+def may_be_suspended(doc: Document) -> bool:
+    """A document that may be a suspended run: its snapshot is not in a settled state (or
+    is not an object: a JSON string by older writers, or malformed; it is parsed, or
+    logged)."""
+    snapshot = doc.get("snapshot")
+    return not isinstance(snapshot, dict) or snapshot.get("status") not in SETTLED
+
+
+def status_of(doc: Document) -> Any:
+    """The state a (light) read of `doc` shows, or None (not an object)."""
+    snapshot = doc.get("snapshot")
+    return snapshot.get("status") if isinstance(snapshot, dict) else None
+
+
+def resting_state(snapshot: Any) -> tuple[str | None, str | None]:
+    """(state, error message) of a whole snapshot, object or JSON string."""
+    if isinstance(snapshot, str):
+        try:
+            snapshot = json.loads(snapshot)
+        except ValueError:
+            return None, None
+    if not isinstance(snapshot, dict):
+        return None, None
+    error = snapshot.get("error")
+    if isinstance(error, dict):
+        error = error.get("message")
+    status = snapshot.get("status")
+    return (status if isinstance(status, str) else None), (str(error)[:500] if error else None)
+
+
+def extract_or_log(doc: Document) -> RunEntry | None:
+    """`extract_entry`, or None for a document it cannot read (logged by id, skipped)."""
+    try:
+        return extract_entry(doc)
+    except Exception as exc:  # one bad document must never stop the follower
+        log.warning(
+            "skipped a malformed snapshot document",
+            extra={"snapshotId": str(doc.get("_id")), "reason": str(exc)[:200]},
+        )
+        return None
