@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -15,8 +16,10 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from suspended_runs.server import EmbeddedMongoDB, Settings
+from suspended_runs.server.auth import new_api_key
 from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document
-from tests.helpers import Gql, Server, make_gql, running_app
+from tests.builders import KEYS, LIST, SECRET_SETTING, bearer, post, token
+from tests.helpers import Gql, Server, eventually, make_gql, running_app, suspended_doc
 from tests.mastra_peer import PEER_DB, MastraPeer, node_binary
 
 
@@ -111,3 +114,36 @@ def own_peer(peer_node: Path, mongo_uri: str, tmp_path: Path) -> Iterator[Mastra
     own.start()
     yield own
     own.stop()
+
+
+@pytest.fixture
+async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> dict[str, Any]:
+    """Runs of the same agents for tenant-a (3) and tenant-b (2), and keys for each."""
+    docs = [suspended_doc(f"a-{i}", resourceId="tenant-a") for i in range(3)]
+    docs += [suspended_doc(f"b-{i}", resourceId="tenant-b") for i in range(2)]
+    await snapshots.insert_many(docs)
+    keys: dict[str, str] = {}
+    entries = []
+    for entry in KEYS:
+        key, digest = new_api_key()
+        keys[entry["name"]] = key
+        entries.append({**entry, "sha256": digest})
+    key_file = tmp_path / "keys.json"
+    key_file.write_text(json.dumps(entries))
+    client = await start_app(
+        settings.model_copy(
+            update={
+                "api_keys_file": key_file,
+                "jwt_secret": SECRET_SETTING,
+                "jwt_audience": "runs-api",
+            }
+        )
+    )
+    admin = bearer(token(role="admin", aud="runs-api", suspended_runs_scope="all"))
+
+    async def all_listed() -> bool:
+        body = (await post(client, LIST, admin)).json()
+        return bool(body["data"]["suspendedRuns"]["total"] == 5)
+
+    await eventually(all_listed, within=2)
+    return {"client": client, "keys": keys, "admin": admin}

@@ -9,12 +9,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
+import uvicorn
 from asgi_lifespan import LifespanManager
 from bson import json_util
 
@@ -22,6 +24,8 @@ from suspended_runs.server import Settings, create_app
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import Document
 
+ROOT = Path(__file__).parent.parent
+"""The repository: what tests read of it (the schema, scripts, docs) is found from here."""
 FIXTURES = Path(__file__).parent / "fixtures" / "mastra"
 
 Gql = Callable[..., Awaitable[dict[str, Any]]]
@@ -255,3 +259,29 @@ class Server:
         response.raise_for_status()
         body: dict[str, Any] = response.json()
         return body
+
+
+class ThreadedServer:
+    """The app served by uvicorn in a thread of this process, on a free port: for clients
+    that need a real socket (a browser, generated requests), with the app's state at hand."""
+
+    def __init__(self, settings: Settings) -> None:
+        config = uvicorn.Config(
+            create_app(settings),
+            host="127.0.0.1",
+            port=free_port(),
+            log_config=None,
+            access_log=False,
+        )
+        self.server = uvicorn.Server(config)
+        self.url = f"http://127.0.0.1:{config.port}"
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        wait_until_serving(f"{self.url}/readyz", alive=self.thread.is_alive, within=30)
+        return self.url
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(30)

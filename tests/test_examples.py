@@ -43,9 +43,10 @@ MASKS = [
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?"), "<time>"),
 ]
 ASSIGNED = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=", re.M)
-SETTLE_SECONDS = 10.0
+SETTLE_SECONDS = 60.0
 """How long a read whose answer differs is asked again: the follower indexes a seeded
-snapshot within a second, and 1,000 copies within a few."""
+snapshot within a second, but applies the README's 1,000 copies one change at a time, and
+a conditional GET answers 304 only once the index stops changing."""
 
 
 @dataclass

@@ -4,22 +4,18 @@ never an unmasked internal error, and the server still answers afterwards."""
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from suspended_runs.schema import MASKED_MESSAGE
-from suspended_runs.server import Settings, create_app
+from suspended_runs.server import Settings
 from suspended_runs.server.auth import new_api_key
-from suspended_runs.server.embedded_mongodb import free_port
-from tests.helpers import wait_until_serving
+from tests.helpers import ThreadedServer
 
 FIELDS = [
     "suspendedRuns",
@@ -122,25 +118,6 @@ def documents(draw: st.DrawFn) -> str:
     return "query($v: String) { " + draw(selections()) + " }"
 
 
-class ThreadedServer:
-    def __init__(self, app: Any) -> None:
-        self.port = free_port()
-        self.server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=self.port, log_config=None, access_log=False)
-        )
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        url = f"http://127.0.0.1:{self.port}"
-        wait_until_serving(f"{url}/readyz", alive=self.thread.is_alive, within=30)
-        return url
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
-
-
 @pytest.fixture(scope="module", params=["open", "scoped"])
 def server(
     request: pytest.FixtureRequest, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory
@@ -155,7 +132,7 @@ def server(
         keys.write_text(json.dumps([entry]))
         settings = settings.model_copy(update={"api_keys_file": keys})
         headers = {"x-api-key": key}
-    with ThreadedServer(create_app(settings)) as url:
+    with ThreadedServer(settings) as url:
         yield url, headers
 
 

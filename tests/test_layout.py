@@ -211,3 +211,23 @@ def test_no_docstring_or_comment_quotes_a_timing() -> None:
             if "#" in line and (found := TIMING.search(line.split("#", 1)[1])):
                 quoted.append(f"{path}:{number} {found[0]}")
     assert not quoted
+
+
+def test_tests_mirror_the_layers_and_import_no_other_tests_helpers() -> None:
+    """A test of `storage/index/pages.py` is `tests/storage/index/test_pages.py`: each test
+    module beneath a layer's folder names a module or package of that layer. Shared helpers
+    live in builders.py, helpers.py and conftest.py, never in another test module."""
+    strays, borrowed = [], []
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        if "node_modules" in path.parts:
+            continue
+        relative = path.relative_to(ROOT / "tests")
+        if len(relative.parts) > 1:
+            folder = ROOT.joinpath(*relative.parts[:-1])
+            subject = path.stem.removeprefix("test_")
+            if not ((folder / f"{subject}.py").exists() or (folder / subject).is_dir()):
+                strays.append(str(relative))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and ".test_" in f".{node.module or ''}":
+                borrowed.append(f"{relative}: {node.module}")
+    assert not strays and not borrowed, (strays, borrowed)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 import pytest
 
 from suspended_runs.schema import build_schema
+from tests.helpers import ROOT
 
-SDL = Path(__file__).parent.parent / "schema" / "schema.graphql"
+SDL = ROOT / "schema" / "schema.graphql"
 
 
 def test_committed_schema_graphql_matches_the_code() -> None:

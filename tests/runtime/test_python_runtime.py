@@ -86,7 +86,7 @@ def test_a_failed_run_shows_the_exception_type_not_its_text(settings, tmp_path) 
     from tests.helpers import make_gql, running_app, start_run
 
     async def scenario() -> dict[str, Any]:
-        update = {"agents": "tests.test_python_runtime:failing"}
+        update = {"agents": "tests.runtime.test_python_runtime:failing"}
         async with running_app(settings.model_copy(update=update)) as client:
             return await start_run(make_gql(client), "leaky", "go")
 

@@ -37,7 +37,7 @@ async def test_a_continuation_longer_than_its_lease_stays_running(settings, star
     lease = 0.3  # renewed every 0.1 s; the tool takes 1.2 s
     client = await start_app(
         settings.model_copy(
-            update={"agents": "tests.test_claims:agents", "claim_lease_seconds": lease}
+            update={"agents": "tests.runtime.test_claims:agents", "claim_lease_seconds": lease}
         )
     )
     gql = make_gql(client)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from suspended_runs.schema import build_schema
-from tests.test_auth import key, post, tenants  # noqa: F401  (the fixture)
+from tests.builders import key, post
 
 RESULT = "__typename ... on Problem { message }"
 BY_RUN: dict[str, str] = {
@@ -61,7 +61,7 @@ def test_every_root_field_has_a_case() -> None:
 
 
 @pytest.mark.parametrize("caller", ["a-admin", "a-viewer"])
-async def test_a_scoped_caller_learns_nothing_of_another_tenant(tenants, caller) -> None:  # noqa: F811
+async def test_a_scoped_caller_learns_nothing_of_another_tenant(tenants, caller) -> None:
     client, headers = tenants["client"], key(tenants, caller)
     fields = _root_fields()
     for name, document in BY_RUN.items():

@@ -2,7 +2,7 @@
 
 The peer (tests/mastra_peer/) and this server share one embedded MongoDB: the peer writes
 snapshots, this server lists them, and decisions made here go to the peer's routes.
-Run this suite alone with `scripts/test tests/test_mastra.py`.
+Run this suite alone with `scripts/test tests/runtime/test_mastra.py`.
 """
 
 from __future__ import annotations

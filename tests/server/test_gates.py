@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_auth import SECRET_SETTING, bearer, token
+from tests.builders import SECRET_SETTING, bearer, token
 
 HTML = {"accept": "text/html"}
 SCHEMA = "{__schema{types{name}}}"

@@ -20,7 +20,7 @@ from suspended_runs.storage import (
 from suspended_runs.storage.index import counts as counts_module
 from suspended_runs.storage.index import tallies as tallies_module
 from suspended_runs.storage.index.version import VersionDocument
-from tests.test_run_index import T0, _approve, entry, read_for_counts
+from tests.builders import T0, approval, entry, read_for_counts
 
 FILTERS = [
     RunFilter(),
@@ -33,8 +33,8 @@ FILTERS = [
 
 @pytest.fixture
 def tallied() -> bool:
-    """Whether suspended runs are counted by the tallies of every shape (tests/test_tallies.py)
-    once read: here, by default, the counts kept per filter are what is tested."""
+    """Whether suspended runs are counted by the tallies of every shape once read
+    (test_tallies.py): here, by default, the counts kept per filter are what is tested."""
     return False
 
 
@@ -78,7 +78,7 @@ async def test_a_decision_recounts_only_the_window_that_holds_its_run(indexes) -
     seen = await second.get("r-150")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
-    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
     assert await first.count(RunFilter(), now=T0) == 299
     assert len(asked) == 1 and await matched(first, asked) <= 60, asked  # a window, not 300
     await second.claims.put_started(entry(run_id="r-new", created_at=T0 + timedelta(seconds=400)))
@@ -116,7 +116,7 @@ async def _random_write(index: RunIndex, chance: random.Random, step: int) -> No
         await index.writes.delete_one({"runId": run_id})  # (only the TTL index deletes)
     elif seen is not None and kind == "decide" and seen.status is RunStatus.SUSPENDED:
         claim = Claim("me", T0, T0 + timedelta(minutes=1))
-        await index.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+        await index.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
     elif seen is not None and kind == "finish":
         await index.claims.settle_seen(seen, seen.finished(RunStatus.COMPLETED, None, T0))
     elif seen is not None and kind == "resuspend":
@@ -144,7 +144,7 @@ async def test_a_window_across_a_gap_in_time_is_counted_in_pieces(
         seen = await second.get(run_id)
         assert seen is not None
         assert await second.claims.apply_decision(
-            seen, seen.with_decision("c-1", _approve()), claim
+            seen, seen.with_decision("c-1", approval()), claim
         )
         assert await first.count(RunFilter(), now=T0) == left
         read.append(await matched(first, asked))

@@ -16,7 +16,7 @@ from suspended_runs.storage import RUNS_COLLECTION, Claim, RunFilter, RunIndex, 
 from suspended_runs.storage.index import counts as counts_module
 from suspended_runs.storage.index import tallies as tallies_module
 from suspended_runs.storage.index.filters import Span
-from tests.test_run_index import T0, _approve, entry, read_for_counts
+from tests.builders import T0, approval, entry, read_for_counts
 
 AGENTS, RESOURCES, THREADS = 3, 5, 7
 
@@ -108,7 +108,7 @@ async def test_writes_from_another_process_are_counted_from_what_changed(indexes
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
     seen = await second.get("r-150")
     assert seen is not None
-    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
     await assert_exact(first)
     await second.claims.put_started(entry(run_id="r-new", agent_id="a-1", resource_id="res-2"))
     await assert_exact(first)
@@ -235,5 +235,5 @@ async def test_a_version_document_made_anew_starts_them_afresh(indexes) -> None:
     seen = await second.get("r-150")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
-    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    assert await second.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
     await assert_exact(first)

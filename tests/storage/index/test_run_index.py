@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
@@ -17,38 +17,8 @@ from suspended_runs.storage import (
     RunIndex,
     RunStatus,
     Runtime,
-    ToolCall,
 )
-
-T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-def read_for_counts(index: RunIndex) -> list[dict[str, object]]:
-    """The queries whose matches `index` reads to count them, from now on."""
-    asked: list[dict[str, object]] = []
-    real = index.collection.find
-
-    def spying(query: dict[str, object], *args: object, **kwargs: object):
-        if "changedAt" not in query:  # not the look at what changed
-            asked.append(query)
-        return real(query, *args, **kwargs)
-
-    index.collection.find = spying  # type: ignore[method-assign]
-    return asked
-
-
-def entry(**changes: object) -> RunEntry:
-    base = RunEntry(
-        run_id="r-1",
-        workflow_name="agentic-loop",
-        runtime=Runtime.MASTRA,
-        agent_id="approver",
-        status=RunStatus.SUSPENDED,
-        created_at=T0,
-        suspended_at=T0,
-        tool_calls=(ToolCall("c-1", "deleteFile", True, args={"path": "/a"}),),
-    )
-    return replace(base, **changes)  # type: ignore[arg-type]
+from tests.builders import T0, approval, entry, read_for_counts
 
 
 @pytest.fixture
@@ -203,7 +173,7 @@ async def test_totals_are_kept_until_the_index_changes_in_any_process(index: Run
     seen = await other.get("r-0")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(minutes=1))
-    await other.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    await other.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
     await exact()  # a decision through the other instance
     assert asked
     await index.discovery.put_suspended([entry(run_id="r-new", agent_id="a-0")])
@@ -212,10 +182,6 @@ async def test_totals_are_kept_until_the_index_changes_in_any_process(index: Run
     await exact()
     await other.writes.delete_many({"runId": "r-3"})  # (only the TTL index deletes)
     await exact()
-
-
-def _approve() -> Decision:
-    return Decision(Action.APPROVE, "alice", T0)
 
 
 async def test_time_passing_a_deadline_makes_a_new_version(index: RunIndex) -> None:
@@ -227,7 +193,7 @@ async def test_time_passing_a_deadline_makes_a_new_version(index: RunIndex) -> N
     seen = await index.get("held")
     assert seen is not None
     claim = Claim("me", T0, T0 + timedelta(seconds=10))
-    await index.claims.apply_decision(seen, seen.with_decision("c-1", _approve()), claim)
+    await index.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
     assert await index.pass_deadlines(T0, tick)  # the first look: whatever happened before
     assert not await index.pass_deadlines(T0 + tick, tick)
     assert await index.pass_deadlines(T0 + 11 * tick, tick)  # the lease ran out

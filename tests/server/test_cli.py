@@ -18,7 +18,7 @@ from pymongo import MongoClient
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import SNAPSHOTS_COLLECTION
-from tests.helpers import Server, load_snapshots, wait_until_serving
+from tests.helpers import ROOT, Server, load_snapshots, wait_until_serving
 
 COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
 
@@ -43,7 +43,7 @@ def test_help_lists_the_subcommands() -> None:
 
 def test_export_schema_prints_the_committed_sdl() -> None:
     result = run_cli("export-schema")
-    sdl = (Path(__file__).parent.parent / "schema" / "schema.graphql").read_text()
+    sdl = (ROOT / "schema" / "schema.graphql").read_text()
     assert result.returncode == 0 and result.stdout == sdl
 
 
@@ -126,7 +126,7 @@ STATE_FILE = "embedded-mongodb.json"
 START_RUN = """mutation { startRun(input: {agentId: "file-cleaner", prompt: "delete /tmp/x"}) {
   ... on RunStarted { run { runId } } } }"""
 LISTING = "{ suspendedRuns(perPage: 500) { runs { runId } } }"
-SCRIPT = Path(__file__).parent.parent / "scripts" / "serve"
+SCRIPT = ROOT / "scripts" / "serve"
 
 
 def embedded_pid(data: Path) -> int:

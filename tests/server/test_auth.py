@@ -17,85 +17,18 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
-from pydantic import SecretStr
 
 from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server import Settings, auth, create_app
 from suspended_runs.server.auth import new_api_key
+from tests.builders import LIST, SECRET, SECRET_SETTING, bearer, key, post, token
 from tests.helpers import eventually, suspended_doc
 
-SECRET = "test-secret-that-is-long-enough-for-hs256"
-SECRET_SETTING = SecretStr(SECRET)
-LIST = "{ suspendedRuns { total runs { runId resourceId } } }"
 APPROVE = """mutation($run: ID!) { approveToolCall(input: {runId: $run}) {
   __typename ... on Problem { message } ... on Forbidden { neededRole } } }"""
 RUN = "query($id: ID!) { agentRun(runId: $id) { runId } }"
 AGENTS = "{ agents { id suspendedRuns } }"
 LOG = "query($id: ID!) { decisionLog(runId: $id) { decidedBy } }"
-KEYS: list[dict[str, Any]] = [
-    {"name": "a-viewer", "role": "viewer", "resourceIds": ["tenant-a"]},
-    {"name": "b-approver", "role": "approver", "resourceIds": ["tenant-b"]},
-    {"name": "guest", "role": "guest", "scope": "all"},
-    {"name": "unscoped", "role": "approver"},
-    {"name": "everything", "role": "viewer", "scope": "all"},
-    {"name": "a-admin", "role": "admin", "resourceIds": ["tenant-a"]},
-    {"name": "approver-agent", "role": "viewer", "agentIds": ["approver"]},
-]
-"""The tenants' API keys: name, role and scope of each."""
-
-
-def token(key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:
-    body = {"sub": "someone", "role": "viewer", "exp": int(time.time()) + 600, **claims}
-    return jwt.encode(body, key, algorithm=algorithm)
-
-
-def bearer(value: str) -> dict[str, str]:
-    return {"authorization": f"Bearer {value}"}
-
-
-async def post(
-    client: httpx.AsyncClient, query: str, headers: dict[str, str], **variables: Any
-) -> httpx.Response:
-    return await client.post(
-        "/graphql", json={"query": query, "variables": variables}, headers=headers
-    )
-
-
-@pytest.fixture
-async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> dict[str, Any]:
-    """Runs of the same agents for tenant-a (3) and tenant-b (2), and keys for each."""
-    docs = [suspended_doc(f"a-{i}", resourceId="tenant-a") for i in range(3)]
-    docs += [suspended_doc(f"b-{i}", resourceId="tenant-b") for i in range(2)]
-    await snapshots.insert_many(docs)
-    keys: dict[str, str] = {}
-    entries = []
-    for entry in KEYS:
-        key, digest = new_api_key()
-        keys[entry["name"]] = key
-        entries.append({**entry, "sha256": digest})
-    key_file = tmp_path / "keys.json"
-    key_file.write_text(json.dumps(entries))
-    client = await start_app(
-        settings.model_copy(
-            update={
-                "api_keys_file": key_file,
-                "jwt_secret": SECRET_SETTING,
-                "jwt_audience": "runs-api",
-            }
-        )
-    )
-    admin = bearer(token(role="admin", aud="runs-api", suspended_runs_scope="all"))
-
-    async def all_listed() -> bool:
-        body = (await post(client, LIST, admin)).json()
-        return bool(body["data"]["suspendedRuns"]["total"] == 5)
-
-    await eventually(all_listed, within=2)
-    return {"client": client, "keys": keys, "admin": admin}
-
-
-def key(tenants: dict[str, Any], name: str) -> dict[str, str]:
-    return {"x-api-key": tenants["keys"][name]}
 
 
 async def test_two_tenants_see_disjoint_lists_with_their_own_totals(tenants) -> None:

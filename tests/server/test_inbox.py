@@ -15,7 +15,6 @@ import json
 import os
 import re
 import shutil
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,15 +24,13 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
 from pymongo import MongoClient
 
-from suspended_runs.server import Settings, create_app
-from suspended_runs.server.embedded_mongodb import free_port
+from suspended_runs.server import Settings
 from suspended_runs.server.inbox import CONTENT_SECURITY_POLICY
 from suspended_runs.storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
-from tests.helpers import load_snapshots, wait_until_serving
+from tests.helpers import ROOT, ThreadedServer, load_snapshots
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -46,7 +43,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOT = Path(__file__).parent.parent / "docs" / "inbox.png"
+SCREENSHOT = ROOT / "docs" / "inbox.png"
 KEYS = {"alice": "admin", "bob": "approver", "vera": "viewer"}
 """API key names and roles; each key is `key-<name>`, and sees every run."""
 START = "mutation($input: StartRunInput!) { startRun(input: $input) { ... on RunStarted { run { runId toolCalls { toolCallId } } } } }"  # noqa: E501
@@ -79,31 +76,6 @@ def keys_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _digest(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
-
-
-class ThreadedServer:
-    """The app served by uvicorn in a thread, on a free port."""
-
-    def __init__(self, settings: Settings) -> None:
-        config = uvicorn.Config(
-            create_app(settings),
-            host="127.0.0.1",
-            port=free_port(),
-            log_config=None,
-            access_log=False,
-        )
-        self.server = uvicorn.Server(config)
-        self.url = f"http://127.0.0.1:{config.port}"
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        wait_until_serving(f"{self.url}/readyz", alive=self.thread.is_alive, within=30)
-        return self.url
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(30)
 
 
 @dataclass
