@@ -16,7 +16,7 @@ from tests.helpers import APPROVE, act, make_gql, start_run, status_of
 def _model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if len(messages) > 1:
         return ModelResponse(parts=[TextPart("slow work done")])
-    return ModelResponse(parts=[ToolCallPart("slow_work", {"seconds": 1.2})])
+    return ModelResponse(parts=[ToolCallPart("slow_work", {"seconds": 3.5})])
 
 
 slow: Agent[None, str | DeferredToolRequests] = Agent(
@@ -34,7 +34,9 @@ agents: dict[str, Any] = {"slow": slow}
 
 
 async def test_a_continuation_longer_than_its_lease_stays_running(settings, start_app) -> None:
-    lease = 0.3  # renewed every 0.1 s; the tool takes 1.2 s
+    # Renewed every third of the lease; the tool takes three and a half leases. A shorter
+    # lease failed under a loaded machine: a renewal a few tenths late shows STALLED.
+    lease = 1.0
     client = await start_app(
         settings.model_copy(
             update={"agents": "tests.runtime.test_claims:agents", "claim_lease_seconds": lease}
