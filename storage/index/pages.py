@@ -67,11 +67,11 @@ class RunPages:
         decoding."""
         now = now or datetime.now(UTC)
         if skip:
-            passed = await self._merged(run_filter, _KEYS, skip, after, version, now)
+            passed = await self._merged(run_filter, _Ask(_KEYS, skip, after, version, now))
             if len(passed) < skip:
                 return []
             after = passed[-1]
-        return await self._merged(run_filter, _ENTRIES, limit, after, version, now)
+        return await self._merged(run_filter, _Ask(_ENTRIES, limit, after, version, now))
 
     async def count(self, run_filter: RunFilter, version: IndexVersion, now: datetime) -> int:
         """How many runs `run_filter` selects, exact as of `version`: suspended runs from
@@ -86,39 +86,19 @@ class RunPages:
             total += tallied
         return total
 
-    async def _merged(
-        self,
-        run_filter: RunFilter,
-        read: _Reading[_Keyed],
-        need: int,
-        after: Cursor | None,
-        at: IndexVersion,
-        now: datetime,
-    ) -> list[_Keyed]:
-        """The first `need` runs of every shape of `run_filter` after `after`, merged."""
+    async def _merged(self, run_filter: RunFilter, ask: _Ask[_Keyed]) -> list[_Keyed]:
+        """The first `ask.need` runs of every shape of `run_filter` after `ask.after`, merged."""
         span = run_filter.span()
-        pages = [
-            await self._page_of(shape, span, read, need=need, after=after, at=at, now=now)
-            for shape in run_filter.shapes(now)
-        ]
+        pages = [await self._page_of(shape, span, ask) for shape in run_filter.shapes(ask.now)]
         merged = heapq.merge(*pages, key=lambda e: (-e.created_at.timestamp(), e.run_id))
-        return list(itertools.islice(merged, need))
+        return list(itertools.islice(merged, ask.need))
 
-    async def _page_of(
-        self,
-        shape: Document,
-        span: Span,
-        read: _Reading[_Keyed],
-        *,
-        need: int,
-        after: Cursor | None,
-        at: IndexVersion,
-        now: datetime,
-    ) -> list[_Keyed]:
-        """`need` runs of one shape within `span`, after the cursor: first the ties at the
-        cursor's moment (`runId` after it), then windows below it. The same page as
+    async def _page_of(self, shape: Document, span: Span, ask: _Ask[_Keyed]) -> list[_Keyed]:
+        """`ask.need` runs of one shape within `span`, after the cursor: first the ties at
+        the cursor's moment (`runId` after it), then windows below it. The same page as
         `createdAt < c or (createdAt == c and runId > r)` without a top-level $or, which the
         embedded server scans for."""
+        read, need, after, at, now = ask.read, ask.need, ask.after, ask.at, ask.now
         found: list[_Keyed] = []
         if after is not None:
             if span.holds(after.created_at):
@@ -185,6 +165,18 @@ class _Reading(Generic[_Keyed]):
 
     projection: Document
     convert: Callable[[Document], _Keyed | None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Ask(Generic[_Keyed]):
+    """What one list read asks: how to read each entry, how many, after which cursor, as of
+    which version, at which moment."""
+
+    read: _Reading[_Keyed]
+    need: int
+    after: Cursor | None
+    at: IndexVersion
+    now: datetime
 
 
 _ENTRIES = _Reading({"_id": 0, "snapshotId": 0}, read_entry)  # pages are never written back
