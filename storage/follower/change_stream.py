@@ -6,17 +6,17 @@ write by Mastra arrives as it commits; a restart resumes where the last one stop
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 from pymongo.asynchronous.change_stream import AsyncChangeStream
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import OperationFailure
 
-from suspended_runs.storage.follower.changes import ChangeApplier
+from suspended_runs.storage.follower.changes import Change, ChangeApplier
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.reconcile import Reconciler
 from suspended_runs.storage.follower.settling import Settlement
@@ -25,8 +25,8 @@ from suspended_runs.storage.types import Document
 
 log = logging.getLogger(__name__)
 
-_REPLAY_SECONDS = 30.0
-"""Longest a restart waits for a resumed stream's backlog before saying it is ready."""
+_BATCH = 1000
+"""Most changes applied as one batch (a getMore's batch is applied whole up to this)."""
 _FOLLOW_AWAIT_MS = 500
 """How long a followed stream's read waits for a change: two reads a second when idle."""
 _IDLE_AWAIT_MS = 100
@@ -49,6 +49,12 @@ class ChangeStreamFollower:
         self.position = position
         self.reconciler = reconciler
         self.settlement = settlement
+        self.caught_up = False
+        """Whether everything the stream had to give was applied (its last read was idle)."""
+        self.replaying = False
+        """Between a catch-up (or a resume) and being caught up: what was written while this
+        instance was down is being applied from the stream."""
+        self._since: datetime | None = None
 
     async def works(self) -> bool:
         """Whether the database offers change streams."""
@@ -65,6 +71,7 @@ class ChangeStreamFollower:
     async def follow(self, following: Callable[[], None]) -> None:
         """Catch up where needed, then apply every change as it comes, until cancelled;
         `following` is called once the index is caught up."""
+        self._since, self.caught_up = self.reconciler.clock(), False
         async with contextlib.AsyncExitStack() as streams:
             stream, resumed = await self._open_stream()
             streams.push_async_callback(stream.close)
@@ -73,28 +80,31 @@ class ChangeStreamFollower:
             if not resumed or self.reconciler.index.created:
                 # The stream opened first: nothing written meanwhile is missed.
                 await self.reconciler.catch_up_or_reconcile()
+            self.replaying = True
             stream = await self._from_now_on(stream, streams)
             await self.position.save(stream.resume_token)
+            self.replaying = False
             following()
-            await self._follow_changes(stream, until_idle=False)
+            await self._follow_changes(stream, until_caught_up=False)
 
     async def _from_now_on(
         self, stream: AsyncChangeStream[Document], streams: contextlib.AsyncExitStack
     ) -> AsyncChangeStream[Document]:
-        """Read `stream` (resumed, or opened before a catch-up) up to now; then the stream
-        to follow: one resumed where `stream` ends, waiting `_FOLLOW_AWAIT_MS` for a change
-        where `stream` waits `_IDLE_AWAIT_MS` (a restart is ready after one short wait; an
-        idle follower reads twice a second). The token it keeps is past the catch-up's own
-        writes: a restart that resumed from one before them would read every one again in
-        the oplog (the embedded server decodes each). A stream busy for longer than
-        `_REPLAY_SECONDS` is handed on the same way."""
+        """Read `stream` (resumed, or opened before a catch-up) up to now: until it is idle,
+        or has given a change written after this follow began (a stream that never idles
+        is caught up then); then the stream to follow: one resumed where `stream` ends,
+        waiting `_FOLLOW_AWAIT_MS` for a change where `stream` waits `_IDLE_AWAIT_MS` (a
+        restart is ready after one short wait; an idle follower reads twice a second). The
+        token it keeps is past the catch-up's own writes: a restart that resumed from one
+        before them would read every one again in the oplog (the embedded server decodes
+        each)."""
         # The embedded server's token after an index build (a first start's last writes)
         # names the database, not the collection, and does not resume. There the stream
         # opened before the read goes on: exact on a single node, which shows a write as
         # it commits (a replica set's tokens resume, and never reach it).
         opened = await self._watch(await_ms=_FOLLOW_AWAIT_MS)
         streams.push_async_callback(opened.close)
-        idle = await self._follow_changes(stream, until_idle=True)
+        idle = await self._follow_changes(stream, until_caught_up=True)
         if not stream.alive:
             return stream  # it ended: the follower reopens from the token kept
         try:
@@ -108,21 +118,40 @@ class ChangeStreamFollower:
         return after
 
     async def _follow_changes(
-        self, stream: AsyncChangeStream[Document], *, until_idle: bool
+        self, stream: AsyncChangeStream[Document], *, until_caught_up: bool
     ) -> bool:
-        """Apply the stream's changes, saving its token; `until_idle`: only those waiting
-        (for at most `_REPLAY_SECONDS`: a busy stream is followed as it goes). Whether it
-        read them all (the stream was idle)."""
-        deadline = asyncio.get_running_loop().time() + _REPLAY_SECONDS
+        """Apply the stream's changes a batch at a time, saving its token after each batch
+        (and every so often while idle, from the stream's post-batch token, so the token
+        stays within the oplog); `until_caught_up`: only until the stream is idle or has
+        given a change written after this follow began. Whether it was idle."""
         while stream.alive:
-            change = await stream.try_next()
-            if change is not None:
-                await self._apply_change(change)
-            if change is not None or self.position.due():
+            batch, idle = await self._next_batch(stream)
+            if batch:
+                await self._apply_changes(batch)
+            if batch or self.position.due():
                 await self.position.save(stream.resume_token)
-            if until_idle and (change is None or asyncio.get_running_loop().time() > deadline):
-                return change is None
+            self.caught_up = idle
+            if until_caught_up and (idle or self._reached_since()):
+                return idle
         return False
+
+    async def _next_batch(self, stream: AsyncChangeStream[Document]) -> tuple[list[Document], bool]:
+        """The changes of the stream's next batch as the server sent it (at most `_BATCH`),
+        and whether the stream was idle (a read found nothing). After the last change of
+        a batch, the stream's token is the batch's post-batch token, not the change's."""
+        batch: list[Document] = []
+        while len(batch) < _BATCH:
+            change = await stream.try_next()
+            if change is None:
+                return batch, True
+            batch.append(change)
+            if stream.resume_token != change.get("_id"):
+                break
+        return batch, False
+
+    def _reached_since(self) -> bool:
+        reached = self.changes.applied_up_to
+        return self._since is not None and reached is not None and reached >= self._since
 
     async def _open_stream(self) -> tuple[AsyncChangeStream[Document], bool]:
         """A stream on the snapshots, and whether it resumed from the stored token."""
@@ -147,15 +176,19 @@ class ChangeStreamFollower:
             max_await_time_ms=await_ms,
         )
 
-    async def _apply_change(self, change: Document) -> None:
-        self.changes.lagged(change.get("wallTime") or change.get("clusterTime"))
-        operation = change.get("operationType")
-        if operation == "delete":
-            await self.changes.end_snapshot((change.get("documentKey") or {}).get("_id"))
-        elif operation in ("insert", "update", "replace"):
-            doc = change.get("fullDocument")
-            if doc is not None:  # None: deleted since; its delete event follows
-                await self.changes.apply_document(doc)
+    async def _apply_changes(self, batch: list[Document]) -> None:
+        changes: list[Change] = []
+        for change in batch:
+            operation = change.get("operationType")
+            if operation == "delete":
+                changes.append(((change.get("documentKey") or {}).get("_id"), None))
+            elif operation in ("insert", "update", "replace"):
+                doc = change.get("fullDocument")
+                if doc is not None:  # None: deleted since; its delete event follows
+                    changes.append((doc.get("_id"), doc))
+        await self.changes.apply(changes)
+        for change in batch:
+            self.changes.observed(change.get("wallTime") or change.get("clusterTime"))
         await self.settlement.settle_claimed()  # a run in doubt may have just moved on
 
 

@@ -1,13 +1,16 @@
-"""Applying one snapshot's change to the run index, whichever way it was read.
+"""Applying what changed in the snapshots to the run index, a batch at a time, whichever
+way it was read (a change stream's batch, a poll, a window of a catch-up).
 
-A change stream, a poll and a catch-up all end here, in `extract_entry`, so what the
-follower writes is exactly what a rebuild from the snapshots would write.
+Every path ends in `extract_entry`, so what the follower writes is exactly what a rebuild
+from the snapshots would write; a batch is one bulk write and one new version, so N
+changes cost N / batch round trips.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +23,10 @@ from suspended_runs.storage.snapshots.states import extract_or_log
 from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
 
 _BATCH = 1000
+_DELAYS_KEPT = 10_000
+
+Change = tuple[Any, Document | None]
+"""A snapshot document's `_id`, and the document as it is now (None: deleted)."""
 
 
 @dataclass(slots=True)
@@ -30,26 +37,42 @@ class ChangeApplier:
     lag: float | None = None
     """Seconds from the last change applied (committed, or `updatedAt` when polling)
     to its application here."""
+    delays: deque[float] = field(default_factory=lambda: deque(maxlen=_DELAYS_KEPT))
+    """The write-to-applied seconds of changes applied since the metrics last took them."""
+    applied_up_to: datetime | None = None
+    """When the newest change applied was written (its commit, or its `updatedAt`)."""
 
-    async def apply_document(self, doc: Document) -> int:
-        """Bring one run's entry in line with its current snapshot document (whole, or as
-        `extraction_projection` gives it); how many entries that wrote."""
-        if doc.get("workflow_name") not in RUN_WORKFLOWS:
-            return 0
-        entry = extract_or_log(doc)
-        if entry is not None:
-            return await self._put_changed([entry])
-        if isinstance(doc.get("run_id"), str):
-            return await self.end_run(doc["run_id"])
-        return 0
+    async def apply(self, changes: Iterable[Change]) -> int:
+        """Bring the entries of the changed snapshots in line with them, as one batch (the
+        last change of each document counts); how many entries that wrote."""
+        latest: dict[Any, Document | None] = {}
+        for snapshot_id, doc in changes:
+            latest.pop(snapshot_id, None)  # moved to the end: the order of last changes
+            latest[snapshot_id] = doc
+        entries: list[RunEntry] = []
+        ended: list[str] = []
+        deleted = [snapshot_id for snapshot_id, doc in latest.items() if doc is None]
+        for doc in latest.values():
+            if doc is None or doc.get("workflow_name") not in RUN_WORKFLOWS:
+                continue
+            entry = extract_or_log(doc)
+            if entry is not None:
+                entries.append(entry)
+            elif isinstance(doc.get("run_id"), str):
+                ended.append(doc["run_id"])
+        changed = await self._changed(entries)
+        return await self.index.discovery.apply(changed, ended, deleted, self.clock())
+
+    async def apply_documents(self, docs: list[Document]) -> int:
+        """`apply` to documents as they are now, `_BATCH` at a time."""
+        written = 0
+        for i in range(0, len(docs), _BATCH):
+            written += await self.apply((doc.get("_id"), doc) for doc in docs[i : i + _BATCH])
+        return written
 
     async def end_run(self, run_id: str) -> int:
         """End a run whose snapshot is no longer suspended (or gone)."""
         return await self.index.discovery.end_runs([run_id], self.clock())
-
-    async def end_snapshot(self, snapshot_id: Any) -> None:
-        """End the run of a snapshot that was deleted."""
-        await self.index.discovery.end_by_snapshot(snapshot_id, self.clock())
 
     async def end_vanished(self) -> int:
         """End the suspended runs whose snapshot is gone; how many."""
@@ -62,17 +85,23 @@ class ChangeApplier:
         gone = [run_id for snapshot_id, run_id in by_snapshot.items() if snapshot_id not in present]
         return await self.index.discovery.end_runs(gone, self.clock())
 
-    def lagged(self, committed: Any) -> None:
-        """A change committed at `committed` (a timestamp or a time) was just applied."""
+    def observed(self, committed: Any) -> None:
+        """A change written at `committed` (a timestamp or a time) was just applied."""
         if isinstance(committed, Timestamp):
             committed = committed.as_datetime()
         if isinstance(committed, datetime):
             moment = committed if committed.tzinfo else committed.replace(tzinfo=UTC)
             self.lag = max((self.clock() - moment).total_seconds(), 0.0)
+            self.delays.append(self.lag)
+            if self.applied_up_to is None or moment > self.applied_up_to:
+                self.applied_up_to = moment
 
-    async def _put_changed(self, entries: list[RunEntry]) -> int:
+    async def _changed(self, entries: list[RunEntry]) -> list[RunEntry]:
+        """The entries the index does not already hold as they are (a rewrite that changed
+        nothing the index keeps writes nothing, and makes no new version)."""
+        if not entries:
+            return []
         known = await self.index.discovery.resting_states([e.run_id for e in entries])
-        changed = [
+        return [
             e for e in entries if known.get(e.run_id) != (RunStatus.SUSPENDED.value, e.suspended_at)
         ]
-        return await self.index.discovery.put_suspended(changed)

@@ -73,9 +73,11 @@ class SnapshotPoller:
                 fresh.append(doc["_id"])
         reader = SnapshotReader(self.snapshots, reducing=True)
         for i in range(0, len(fresh), _BATCH):
-            async for doc in reader.read([{"_id": {"$in": fresh[i : i + _BATCH]}}]):
-                await self.changes.apply_document(doc)
-                self.changes.lagged(doc.get("updatedAt"))
+            query = {"_id": {"$in": fresh[i : i + _BATCH]}}
+            docs = [doc async for doc in reader.read([query])]
+            await self.changes.apply_documents(docs)  # one batch
+            for doc in docs:
+                self.changes.observed(doc.get("updatedAt"))
                 self.position.raise_high_water(doc)
                 self._seen[doc["_id"]] = _look_of(doc)
         self._forget_seen_before(self.position.high_water)

@@ -17,7 +17,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from suspended_runs.storage.types import Document
 
 _TOKEN_ID = "snapshot-change-stream"
-_TOKEN_SAVE_INTERVAL = 10.0
+_TOKEN_SAVE_INTERVAL = 5.0
 """Seconds between saves of an idle stream's token, so it stays within the oplog."""
 
 

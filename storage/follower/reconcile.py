@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 _BATCH = 500
 _INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
+_FIRST_WINDOW = timedelta(seconds=1)
+_WINDOW_MATCHES = 1000
+"""About how many documents one window of a catch-up reads: each window is one query of
+its own, so no read costs what was read before it."""
 _PROGRESS_LOG_INTERVAL = 10.0
 """Seconds between progress lines while the index is built."""
 
@@ -139,13 +143,21 @@ class Reconciler:
         await self.ensure_updated_at_index()
         report = ReconcileReport()
         self.progress = Progress()
-        # `updatedAt` first: the embedded server serves the first clause an index can.
-        query: Document = {"updatedAt": {"$gte": since - self.overlap}}
-        query["workflow_name"] = {"$in": list(RUN_WORKFLOWS)}  # settled too: they end runs
-        async for doc in SnapshotReader(self.snapshots, reducing=True).read([query]):
-            self._looked_at(report)
-            report.written += await self.changes.apply_document(doc)
-            self.position.raise_high_water(doc)
+        reader = SnapshotReader(self.snapshots, reducing=True)
+        low: datetime | None = since - self.overlap
+        end, width = self.clock() + self.overlap, _FIRST_WINDOW
+        while low is not None:
+            high = min(low + width, end) if low < end else None  # None: the rest, ahead
+            # `updatedAt` first: the embedded server serves the first clause an index can.
+            updated: Document = {"$gte": low} | ({"$lt": high} if high else {})
+            query = {"updatedAt": updated, "workflow_name": {"$in": list(RUN_WORKFLOWS)}}
+            docs = [doc async for doc in reader.read([query])]  # settled too: they end runs
+            for doc in docs:
+                self._looked_at(report)
+                self.position.raise_high_water(doc)
+            report.written += await self.changes.apply_documents(docs)
+            width = _next_width(width, len(docs))
+            low = high
         report.ended = await self.changes.end_vanished()
         log.info("caught up with the snapshots", extra=asdict(report))
         return report
@@ -288,3 +300,12 @@ class Reconciler:
         for query in queries:
             async for doc in self.snapshots.find(query, looked, batch_size=1000):
                 yield doc
+
+
+def _next_width(width: timedelta, matched: int) -> timedelta:
+    """The next window's width of `updatedAt`, for about `_WINDOW_MATCHES` documents."""
+    if matched > 2 * _WINDOW_MATCHES:
+        return max(width / 4, timedelta(milliseconds=1))
+    if matched < _WINDOW_MATCHES // 2:
+        return min(width * 4, timedelta(days=30))
+    return width

@@ -135,16 +135,20 @@ class RunCounts:
 
 
 async def written_since(
-    collection: AsyncCollection[Document], since: datetime, fields: Document
+    collection: AsyncCollection[Document],
+    since: datetime,
+    fields: Document,
+    most: int | None = None,
 ) -> list[Document] | None:
     """The entries written since `since` (a version's `at`, less `_CLOCK_SLACK`), as
-    `fields`; None when there are more than `_MOST_CHANGED`. Only `changedAt` is asked:
-    the embedded server scans the collection for a query whose first field no index
-    leads with."""
+    `fields`; None when there are more than `most`. Only `changedAt` is asked: the
+    embedded server scans the collection for a query whose first field no index leads
+    with."""
+    most = _MOST_CHANGED if most is None else most
     query = {"changedAt": {"$gte": since - _CLOCK_SLACK}}
-    cursor = collection.find(query, fields, limit=_MOST_CHANGED + 1)
+    cursor = collection.find(query, fields, limit=most + 1)
     changed = [doc async for doc in cursor]
-    return None if len(changed) > _MOST_CHANGED else changed
+    return None if len(changed) > most else changed
 
 
 def _in_scope(doc: Document, scope: Document) -> bool:

@@ -39,6 +39,10 @@ _SUSPENDED = RunStatus.SUSPENDED.value
 _PROJECTION = {"_id": 0, "runId": 1, "status": 1, "createdAt": 1, **{f: 1 for f in _FIELDS}}
 _BATCH = 500
 """Entries read at a time while loading: each batch is one short turn of the database."""
+_MOST_CHANGED = 50_000
+"""Entries written since the tallies were last brought up to date beyond which they are
+read afresh: each costs a lookup and a dictionary update, far less than a new read of every
+suspended entry, so a burst the follower applies keeps them (counts.py allows fewer)."""
 _RELOAD_AFTER = 60.0
 """Seconds between two loads: a first start changes the epoch with every batch it writes."""
 
@@ -98,9 +102,9 @@ class SuspendedTallies:
 
     async def _caught_up(self, kept: IndexVersion) -> bool:
         """Every entry written since `kept` put as it is now; False when there are more
-        than counts.py's limit (the tallies are then as they were)."""
+        than `_MOST_CHANGED` (the tallies are then as they were)."""
         assert isinstance(kept.at, datetime)  # a version without one is never kept
-        changed = await written_since(self.collection, kept.at, _PROJECTION)
+        changed = await written_since(self.collection, kept.at, _PROJECTION, _MOST_CHANGED)
         for doc in changed or []:
             self._put(doc)
         return changed is not None

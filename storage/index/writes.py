@@ -81,8 +81,10 @@ class TrackedWrites:
         except ServerSelectionTimeoutError:
             raise  # no server took it: nothing was written
         except BulkWriteError as exc:
-            if not _only_lost_inserts(exc):
+            if not _all_lost_inserts(exc):
                 await self._mark_after_failure()
+            elif _written(exc):  # the rest of a batch went in: a change, nothing unknown
+                await self._version.changed(recount=recount)
             raise
         except PyMongoError:
             await self._mark_after_failure()  # it may have been applied
@@ -127,13 +129,16 @@ def lost_to_taken_ids(exc: BulkWriteError) -> list[Document]:
     return errors
 
 
-def _only_lost_inserts(exc: BulkWriteError) -> bool:
-    """A bulk write that changed nothing: each of its errors is an upsert's insert that met
-    the unique runId (the entry is someone else's), and nothing else was written."""
+def _all_lost_inserts(exc: BulkWriteError) -> bool:
+    """Each error of a bulk write is an upsert's insert that met the unique runId (the
+    entry is someone else's: claimed here, or newer): the rest was written as asked."""
+    errors = exc.details.get("writeErrors", [])
+    return bool(errors) and all(e.get("code") == DUPLICATE_KEY for e in errors)
+
+
+def _written(exc: BulkWriteError) -> int:
     details = exc.details
-    written = sum(details.get(k, 0) for k in ("nInserted", "nUpserted", "nModified", "nRemoved"))
-    errors = details.get("writeErrors", [])
-    return written == 0 and bool(errors) and all(e.get("code") == DUPLICATE_KEY for e in errors)
+    return sum(int(details.get(k, 0)) for k in ("nInserted", "nUpserted", "nModified", "nRemoved"))
 
 
 def _updated(result: UpdateResult) -> bool:

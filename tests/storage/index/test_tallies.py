@@ -137,7 +137,7 @@ async def test_more_changes_than_they_keep_track_of_are_read_afresh(
 ) -> None:
     first, second = indexes
     caplog.set_level(logging.INFO, logger=tallies_module.__name__)
-    monkeypatch.setattr(counts_module, "_MOST_CHANGED", 3)
+    monkeypatch.setattr(tallies_module, "_MOST_CHANGED", 3)
     await read_tallies(first)
     await second.discovery.end_runs([f"r-{i:03d}" for i in range(20, 30)], T0)
     await assert_exact(first)
