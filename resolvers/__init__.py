@@ -14,6 +14,7 @@ from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
 from suspended_runs.resolvers.errors import PUBLIC_CODES, BadUserInput, DecisionContention
 from suspended_runs.resolvers.expiry import expire_forever
+from suspended_runs.resolvers.follower import FollowerStatus, follower_status
 from suspended_runs.resolvers.operators import cancel_run, release_run
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
@@ -72,6 +73,7 @@ __all__ = [
     "DecisionPolicy",
     "DecisionRequest",
     "ExecutorUnavailable",
+    "FollowerStatus",
     "Forbidden",
     "ForbiddenQuery",
     "InvalidArgs",
@@ -102,6 +104,7 @@ __all__ = [
     "decide_many",
     "decision_log",
     "expire_forever",
+    "follower_status",
     "paging_from_arguments",
     "reconcile",
     "record_cursor",

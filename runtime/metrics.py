@@ -84,6 +84,19 @@ SYNC_LAG = Gauge(
     "entry in the index, for the last change the follower applied (on the follower).",
     registry=REGISTRY,
 )
+FOLLOWER_DELAY = Histogram(
+    "suspended_runs_follower_delay_seconds",
+    "Seconds from a snapshot change (its commit, or its updatedAt when polling) to its "
+    "entry in the index, for every change the follower applied (on the follower).",
+    buckets=_LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+SYNC_BEHIND = Gauge(
+    "suspended_runs_sync_behind_seconds",
+    "How far the index is behind the snapshots' writes as this instance sees it: 0 when "
+    "caught up, else the age of the newest change applied (NaN before one is known).",
+    registry=REGISTRY,
+)
 COUNTS_IN_MEMORY = Gauge(
     "suspended_runs_counts_in_memory",
     "1 while the counts of suspended runs are kept in memory for every agent, resource and "
@@ -128,3 +141,8 @@ async def refresh(storage: Storage) -> None:
     SYNC_HEALTHY.set(1 if follower.following is not None and follower.healthy else 0)
     if follower.lag is not None:
         SYNC_LAG.set(follower.lag)
+    delays = follower.changes.delays
+    while delays:  # observed once, by the scrape that finds them
+        FOLLOWER_DELAY.observe(delays.popleft())
+    behind = follower.behind_seconds
+    SYNC_BEHIND.set(float("nan") if behind is None else behind)

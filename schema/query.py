@@ -12,6 +12,7 @@ from suspended_runs import resolvers
 from suspended_runs.schema.agent import Agent, DecisionRecord
 from suspended_runs.schema.agent_run import AgentRun
 from suspended_runs.schema.filters import RunsFilter, SuspendedRunsFilter
+from suspended_runs.schema.follower import SyncStatus
 from suspended_runs.schema.page import RunsPage, SuspendedRunsPage
 from suspended_runs.schema.viewer import Viewer
 
@@ -106,6 +107,13 @@ class Query:
     )
     def viewer(self, info: ContextInfo) -> Viewer:
         return Viewer.from_caller(resolvers.viewer(info.context))
+
+    @strawberry.field(
+        description="Whether the lists are caught up with the snapshots (a dashboard's "
+        "'updating' sign); any role that may read runs may ask."
+    )
+    def sync(self, info: ContextInfo) -> SyncStatus:
+        return SyncStatus.from_status(resolvers.follower_status(info.context))
 
 
 def _selects(fields: list[Selection], name: str) -> bool:

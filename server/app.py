@@ -279,13 +279,18 @@ async def readyz(request: Request) -> Response:
     except Exception as exc:
         log.warning("not ready: database", extra={"reason": type(exc).__name__})
         return JSONResponse({"status": "unavailable", "reason": "database"}, status_code=503)
-    if follower_task.done() or storage.follower.following is None:
-        progress = storage.follower.progress  # of the start-up reconcile: snapshots looked at
+    follower = storage.follower
+    if follower_task.done() or follower.ready_mode is None:
+        if follower.catching_up:  # applying what was written while this instance was down
+            behind = follower.behind_seconds
+            return JSONResponse({"status": "catching_up", "behindSeconds": behind}, 503)
+        progress = follower.progress  # of the start-up reconcile: snapshots looked at
         starting = {"status": "starting", "reason": "sync", "indexed": progress.indexed}
         return JSONResponse(starting | {"of": progress.of}, status_code=503)
-    if not storage.follower.healthy:  # the follower failed and is retrying: lists may lag
+    if not follower.healthy:  # the follower failed and is retrying: lists may lag
         return JSONResponse({"status": "unavailable", "reason": "sync"}, status_code=503)
-    return JSONResponse({"status": "ready", "sync": storage.follower.following.value})
+    # Once caught up, ready whatever the lag (`sync` in GraphQL and /metrics show it).
+    return JSONResponse({"status": "ready", "sync": follower.ready_mode.value})
 
 
 def _report_follower_end(task: asyncio.Task[None]) -> None:

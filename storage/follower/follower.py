@@ -79,6 +79,9 @@ class SnapshotFollower:
         self.clock = clock
         self.following: FollowMode | None = None
         """The mode in use once the initial reconcile is done; None before."""
+        self.ready_mode: FollowMode | None = None
+        """The mode this instance was first caught up in; from then on it stays ready."""
+        self._leader: Document = {}  # what the follower said last, while this one stands by
         self.healthy = True
         """False from a failure of the follower until it follows again (`/readyz` says 503)."""
         self.settlement = Settlement(snapshots, index, clock)
@@ -107,6 +110,34 @@ class SnapshotFollower:
     def lag(self) -> float | None:
         """Seconds from the last change applied to its application here."""
         return self.changes.lag
+
+    @property
+    def catching_up(self) -> bool:
+        """Applying what was written while this instance was down (after its catch-up)."""
+        if self.role != "follower":
+            return bool(self._leader.get("catchingUp"))
+        return self._stream.replaying
+
+    @property
+    def caught_up(self) -> bool:
+        """Whether every change read so far is applied (polling: as of the last poll)."""
+        if self.role != "follower":
+            return bool(self._leader.get("caughtUp"))
+        if self.following is FollowMode.CHANGE_STREAM:
+            return self._stream.caught_up
+        return self.following is FollowMode.POLL
+
+    @property
+    def behind_seconds(self) -> float | None:
+        """How far behind the writes the index is: 0 when caught up; else the age of the
+        newest change applied; None when not known yet."""
+        if self.role != "follower":
+            behind = self._leader.get("behindSeconds")
+            return float(behind) if isinstance(behind, int | float) else None
+        if self.caught_up:
+            return 0.0
+        applied = self.changes.applied_up_to
+        return None if applied is None else max((self.clock() - applied).total_seconds(), 0.0)
 
     async def ensure_indexes(self) -> None:
         await self.reconciler.ensure_indexes()
@@ -156,7 +187,7 @@ class SnapshotFollower:
         if doc is None:
             await self.changes.end_run(run_id)
         else:
-            await self.changes.apply_document(doc)
+            await self.changes.apply_documents([doc])
 
     async def _lead(self) -> None:
         """Follow while the lease holds, renewing it every third of its length."""
@@ -180,8 +211,11 @@ class SnapshotFollower:
             log.info("another instance follows the snapshots: standing by")
         self.role = "standby"
         leader = await self.lease.current()
+        self._leader = leader or {}
         mode = leader.get("mode") if leader else None
         self.following = FollowMode(mode) if mode in set(FollowMode) else None
+        if self.following is not None and self.ready_mode is None:
+            self.ready_mode = self.following  # the follower it reads is caught up
         self.healthy = bool(leader.get("healthy", True)) if leader else True
         if leader and isinstance(leader.get("indexed"), int):
             self.reconciler.progress = Progress(leader["indexed"], leader.get("of"))
@@ -190,7 +224,14 @@ class SnapshotFollower:
         """What the follower tells the instances standing by, with each renewal."""
         mode = self.following.value if self.following and self.role == "follower" else None
         progress = {"indexed": self.progress.indexed, "of": self.progress.of}
-        return {"mode": mode, "healthy": self.healthy} | progress
+        lag = {"caughtUp": self.caught_up, "behindSeconds": self.behind_seconds}
+        return {
+            "mode": mode,
+            "healthy": self.healthy,
+            "catchingUp": self.catching_up,
+            **progress,
+            **lag,
+        }
 
     async def _follow_forever(self) -> None:
         """Reconcile, then follow changes until cancelled. Never dies: a failure is logged
@@ -235,6 +276,7 @@ class SnapshotFollower:
         if self.following is None or not self.healthy:
             log.info("following snapshots", extra={"mode": mode.value})
         self.following, self.healthy, self._retry = mode, True, _FIRST_RETRY
+        self.ready_mode = self.ready_mode or mode
 
     async def _sweep_forever(self) -> None:
         while True:

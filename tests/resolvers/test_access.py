@@ -40,6 +40,7 @@ OTHERS: dict[str, tuple[str, Any]] = {
     ),
     "agents": ("{ agents { id suspendedRuns } }", None),
     "viewer": ("{ viewer { subject } }", None),
+    "sync": ("{ sync { caughtUp behindSeconds } }", None),
     "startRun": (
         'mutation { startRun(input: {agentId: "file-cleaner", prompt: "x", '
         f'resourceId: "tenant-b"}}) {{ {RESULT} }} }}',
