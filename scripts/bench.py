@@ -45,6 +45,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
+from scripts import churn
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -485,6 +486,8 @@ def bench_large(
 
 def main() -> int:
     args = _arguments()
+    if args.churn:
+        return churn_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -519,7 +522,80 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--scan-limit", type=float, default=300, help="seconds per scan at most")
     parser.add_argument("--starts", type=int, default=1000, help="runs started (write path)")
     parser.add_argument("--approvals", type=int, default=200, help="runs approved (write path)")
+    parser.add_argument("--churn", action="store_true", help="only the follower's figures")
+    parser.add_argument("--churn-base", type=int, default=10_000, help="runs before the churn")
+    parser.add_argument("--churn-burst", type=int, default=5000, help="documents of a burst")
+    parser.add_argument("--churn-rates", default="50,100,200,400", help="writes/s, comma-separated")
+    parser.add_argument("--churn-seconds", type=float, default=20, help="seconds per rate")
+    parser.add_argument(
+        "--churn-down", type=int, default=50_000, help="documents written while down"
+    )
     return parser.parse_args()
+
+
+def churn_main(args: argparse.Namespace) -> int:
+    """`--churn`: the database's insert rate, the follower's, steady churn, a long downtime."""
+    db, per_run = "bench_churn", churn.changes_per_run()
+    rates = [int(rate) for rate in args.churn_rates.split(",")]
+    down = args.churn_down // per_run
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        _say(f"the database's insert rate ({args.churn_burst} documents, one at a time)")
+        taken = churn.insert_rate(mongo.uri, "bench_insert_rate", args.churn_burst // per_run)
+        _say(f"loading {args.churn_base} runs")
+        churn.load_runs(mongo.uri, db, args.churn_base, START)
+        served = serve(mongo.uri, db, log)
+        try:
+            counts_in_memory(served.url)
+            _say(f"a burst of {args.churn_burst} documents while following")
+            applied = churn.burst_rate(mongo.uri, db, served.url, args.churn_burst // per_run)
+            steady = []
+            for rate in rates:
+                _say(f"churn at {rate} writes/s for {args.churn_seconds:.0f} s")
+                steady.append(
+                    churn.churn(mongo.uri, db, served.url, rate, args.churn_seconds, args.clients)
+                )
+            with httpx.Client(base_url=served.url, timeout=60) as client:
+                before = churn.total(client)
+        finally:
+            served.stop()
+        _say(f"{down * per_run} documents written while the server is down")
+        churn.load_runs(mongo.uri, db, down, datetime(2025, 9, 1, tzinfo=UTC))
+        restarted = serve(mongo.uri, db, log)
+        try:
+            with httpx.Client(base_url=restarted.url, timeout=60) as client:
+                listed = churn.total(client)
+        finally:
+            restarted.stop()
+    rows = [
+        ("database inserts/s (one document at a time, nothing following)", f"{taken:,.0f}"),
+        (f"follower changes/s (a burst of {args.churn_burst:,})", f"{applied:,.0f}"),
+        ("follower / database", f"{applied / taken:.0%}"),
+        (
+            f"{down * per_run:,} documents written while down: ready after",
+            f"{restarted.ready_s:.1f} s",
+        ),
+        (
+            "lists right when ready",
+            "yes" if listed == before + down else f"no ({listed:,} of {before + down:,})",
+        ),
+    ]
+    print_churn(args, rows, steady)
+    return 0
+
+
+def print_churn(args: argparse.Namespace, rows: list[tuple[str, str]], steady: list[Any]) -> None:
+    print(f"\n## Follower ({args.churn_base:,} runs before; embedded MongoDB)\n")
+    print("| figure | value |\n| --- | --- |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+    print(f"\n## Write to listed, {args.clients} clients polling every list shape with total\n")
+    print("| writes/s | p50 | p99 | max | not seen |\n| --- | --- | --- | --- | --- |")
+    for result in steady:
+        p50, p99, most = (f"{figure * 1000:.0f} ms" for figure in result.figures())
+        print(f"| {result.rate} | {p50} | {p99} | {most} | {result.unseen} |")
+    under = [r.rate for r in steady if r.figures()[1] < 1.0 and not r.unseen]
+    print(f"\nHighest steady rate with p99 under 1 s: {max(under) if under else 'none'} writes/s")
 
 
 def _say(text: str) -> None:
