@@ -556,6 +556,7 @@ def churn_main(args: argparse.Namespace) -> int:
                     churn.churn(mongo.uri, db, served.url, rate, args.churn_seconds, args.clients)
                 )
             with httpx.Client(base_url=served.url, timeout=60) as client:
+                churn.caught_up(client)
                 before = churn.total(client)
         finally:
             served.stop()

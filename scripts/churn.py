@@ -47,7 +47,8 @@ STATUS = 'a%d: agentRun(runId: "%s") { status }'
 class Write:
     run_id: str
     expected: str
-    """The status that shows the write: SUSPENDED for a new run, ENDED for the others."""
+    """The status that shows the write: SUSPENDED for a new run, ENDED (or no run at all)
+    for the others."""
     at: float
     seen: float | None = None
 
@@ -95,6 +96,15 @@ def insert_rate(uri: str, db_name: str, count: int) -> float:
 def changes_per_run() -> int:
     """How many documents Mastra writes for one suspended run (its workflows' snapshots)."""
     return len(_new_runs(1, datetime(2025, 1, 1, tzinfo=UTC)))
+
+
+def caught_up(client: httpx.Client) -> None:
+    """Waits until the follower has applied every change it has read (twice in a row)."""
+    seen = 0
+    while seen < 2:
+        body = client.post("/graphql", json={"query": "{ sync { caughtUp } }"}).json()
+        seen = seen + 1 if body["data"]["sync"]["caughtUp"] else 0
+        time.sleep(0.2)
 
 
 def total(client: httpx.Client, shape: str = "{}") -> int:
@@ -152,16 +162,21 @@ def _check(url: str, pending: list[Write], lock: threading.Lock, stop: threading
     with httpx.Client(base_url=url, timeout=60) as client:
         while not stop.is_set() or pending:
             with lock:
-                asked = pending[:50]
+                asked = pending[:20]
             if not asked:
                 time.sleep(0.01)
                 continue
             query = "{ " + " ".join(STATUS % (i, w.run_id) for i, w in enumerate(asked)) + " }"
-            data = client.post("/graphql", json={"query": query}).json()["data"]
+            body = client.post("/graphql", json={"query": query}).json()
+            if body.get("data") is None:
+                raise SystemExit(f"the check was refused: {body.get('errors')}")
+            data = body["data"]
             now = time.perf_counter()
             with lock:
                 for i, write in enumerate(asked):
-                    if (data.get(f"a{i}") or {}).get("status") == write.expected:
+                    status = (data.get(f"a{i}") or {}).get("status")
+                    # A run removed before the follower saw it was never listed: shown right.
+                    if status == write.expected or (status is None and write.expected == "ENDED"):
                         write.seen = now
                         pending.remove(write)
             if stop.is_set() and time.perf_counter() > _deadline(asked):

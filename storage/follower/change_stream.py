@@ -6,6 +6,7 @@ write by Mastra arrives as it commits; a restart resumes where the last one stop
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
@@ -27,8 +28,15 @@ log = logging.getLogger(__name__)
 
 _BATCH = 1000
 """Most changes applied as one batch (a getMore's batch is applied whole up to this)."""
-_FOLLOW_AWAIT_MS = 500
-"""How long a followed stream's read waits for a change: two reads a second when idle."""
+_SAVE_EVERY = 0.5
+"""Least seconds between two saves of the token while changes come."""
+_SETTLE_EVERY = 0.5
+"""Least seconds between two looks at runs in doubt after changes (the sweeper looks
+every second anyway)."""
+_FOLLOW_AWAIT_MS = 200
+"""How long a followed stream's read waits for a change: five reads a second when idle.
+The embedded server answers a read only when this wait ends, even when a change came
+before: it bounds how late a change is seen there (a replica set answers at once)."""
 _IDLE_AWAIT_MS = 100
 """How long a read up to now waits before it counts its stream idle: a restart is ready
 after one such wait. The stream followed after it goes on from where this one ended, so a
@@ -55,6 +63,7 @@ class ChangeStreamFollower:
         """Between a catch-up (or a resume) and being caught up: what was written while this
         instance was down is being applied from the stream."""
         self._since: datetime | None = None
+        self._settled_at = 0.0
 
     async def works(self) -> bool:
         """Whether the database offers change streams."""
@@ -94,7 +103,7 @@ class ChangeStreamFollower:
         or has given a change written after this follow began (a stream that never idles
         is caught up then); then the stream to follow: one resumed where `stream` ends,
         waiting `_FOLLOW_AWAIT_MS` for a change where `stream` waits `_IDLE_AWAIT_MS` (a
-        restart is ready after one short wait; an idle follower reads twice a second). The
+        restart is ready after one short wait; an idle follower reads five times a second). The
         token it keeps is past the catch-up's own writes: a restart that resumed from one
         before them would read every one again in the oplog (the embedded server decodes
         each)."""
@@ -124,12 +133,17 @@ class ChangeStreamFollower:
         (and every so often while idle, from the stream's post-batch token, so the token
         stays within the oplog); `until_caught_up`: only until the stream is idle or has
         given a change written after this follow began. Whether it was idle."""
+        unsaved = False
         while stream.alive:
             batch, idle = await self._next_batch(stream)
             if batch:
                 await self._apply_changes(batch)
-            if batch or self.position.due():
+            unsaved = unsaved or bool(batch)
+            # While changes come, at most every `_SAVE_EVERY` (a restart reads again what
+            # came since, and applies it again to the same entries); once idle, at once.
+            if (unsaved and (idle or self.position.due(_SAVE_EVERY))) or self.position.due():
                 await self.position.save(stream.resume_token)
+                unsaved = False
             self.caught_up = idle
             if until_caught_up and (idle or self._reached_since()):
                 return idle
@@ -189,7 +203,10 @@ class ChangeStreamFollower:
         await self.changes.apply(changes)
         for change in batch:
             self.changes.observed(change.get("wallTime") or change.get("clusterTime"))
-        await self.settlement.settle_claimed()  # a run in doubt may have just moved on
+        now = asyncio.get_running_loop().time()
+        if now - self._settled_at >= _SETTLE_EVERY:  # a run in doubt may have just moved on
+            self._settled_at = now
+            await self.settlement.settle_claimed()
 
 
 _CHANGE_PIPELINE: list[Document] = [

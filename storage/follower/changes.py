@@ -60,8 +60,8 @@ class ChangeApplier:
                 entries.append(entry)
             elif isinstance(doc.get("run_id"), str):
                 ended.append(doc["run_id"])
-        changed = await self._changed(entries)
-        return await self.index.discovery.apply(changed, ended, deleted, self.clock())
+        held, new = await self._changed(entries)
+        return await self.index.discovery.apply(held, ended, deleted, self.clock(), new=new)
 
     async def apply_documents(self, docs: list[Document]) -> int:
         """`apply` to documents as they are now, `_BATCH` at a time."""
@@ -96,12 +96,16 @@ class ChangeApplier:
             if self.applied_up_to is None or moment > self.applied_up_to:
                 self.applied_up_to = moment
 
-    async def _changed(self, entries: list[RunEntry]) -> list[RunEntry]:
-        """The entries the index does not already hold as they are (a rewrite that changed
-        nothing the index keeps writes nothing, and makes no new version)."""
+    async def _changed(self, entries: list[RunEntry]) -> tuple[list[RunEntry], list[RunEntry]]:
+        """Of `entries`, those the index holds otherwise, and those it holds no entry for
+        (new runs: inserted). One the index holds as it is writes nothing, and makes no
+        new version."""
         if not entries:
-            return []
+            return [], []
         known = await self.index.discovery.resting_states([e.run_id for e in entries])
-        return [
-            e for e in entries if known.get(e.run_id) != (RunStatus.SUSPENDED.value, e.suspended_at)
+        held = [
+            e
+            for e in entries
+            if e.run_id in known and known[e.run_id] != (RunStatus.SUSPENDED.value, e.suspended_at)
         ]
+        return held, [e for e in entries if e.run_id not in known]

@@ -55,6 +55,7 @@ class FollowPosition:
         await self.state.update_one({"_id": _TOKEN_ID}, {"$set": state}, upsert=True)
         self._saved_at = asyncio.get_running_loop().time()
 
-    def due(self) -> bool:
-        """Whether it is time to save again although nothing changed."""
-        return asyncio.get_running_loop().time() - self._saved_at >= _TOKEN_SAVE_INTERVAL
+    def due(self, every: float = _TOKEN_SAVE_INTERVAL) -> bool:
+        """Whether `every` seconds passed since the last save (by default: time to save
+        although nothing changed)."""
+        return asyncio.get_running_loop().time() - self._saved_at >= every

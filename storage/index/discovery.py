@@ -10,13 +10,13 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from pymongo import UpdateMany, UpdateOne
+from pymongo import InsertOne, UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from suspended_runs.storage.index.counts import STAMP
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.writes import IndexWriter, lost_to_taken_ids
-from suspended_runs.storage.types import RunStatus
+from suspended_runs.storage.types import Document, RunStatus
 
 _FOLLOWER_OWNED = [RunStatus.SUSPENDED.value, RunStatus.ENDED.value]
 _KEPT = ("version", "endedAt", "decidedAt", "decidedBy")  # the follower never decides
@@ -30,37 +30,56 @@ class Discovery(IndexWriter):
         ended: Iterable[str] = (),
         deleted: Iterable[Any] = (),
         now: datetime | None = None,
+        *,
+        new: Iterable[RunEntry] = (),
     ) -> int:
         """One batch of what the follower found, as one bulk write (one new version): the
-        suspended runs `entries` put over what the index held for them, the runs `ended`
-        (by runId) and those whose snapshot was `deleted` (by snapshotId) marked ENDED.
-
-        An entry is put only over one that is older (an earlier `suspendedAt`; ENDED ones
-        included): a follower that read the snapshot before a decision was recorded must not
-        write it back. An entry in another state (claimed here, RUNNING) belongs to its
-        claim holder; where the filter misses, the upsert's insert hits the unique runId and
-        is left. Only SUSPENDED entries are ended."""
-        entries, ended, deleted = list(entries), list(ended), list(deleted)
-        if entries:
-            await self._version.note_created([e.created_at for e in entries])
-            await self._agents.note(entries)
-        ops: list[UpdateOne | UpdateMany] = [_put(e) for e in entries]
-        if ended or deleted:
-            end = self._retention.end_update(now or datetime.now(UTC))
-            suspended = RunStatus.SUSPENDED.value
-            for field, keys in (("runId", ended), ("snapshotId", deleted)):
-                ops += [
-                    UpdateMany({field: {"$in": keys[i : i + _BATCH]}, "status": suspended}, end)
-                    for i in range(0, len(keys), _BATCH)
-                ]
+        suspended runs `entries` put over older entries (an earlier `suspendedAt`, ENDED
+        too: a follower that read a snapshot before a decision was recorded must not write
+        it back; one claimed here is its holder's, and the upsert's insert that misses it
+        meets the unique runId and is left), the runs `new` (none a moment ago) inserted,
+        stamped with the database's clock (a fifth of an upsert's cost on the embedded
+        server; one inserted meanwhile is put instead), and the SUSPENDED runs `ended` (by
+        runId) or whose snapshot was `deleted` (by snapshotId) marked ENDED."""
+        entries, ended, deleted, new = list(entries), list(ended), list(deleted), list(new)
+        if found := [*entries, *new]:
+            await self._version.note_created([e.created_at for e in found])
+            await self._agents.note(found)
+        stamp = await self._database_now() if new else None
+        ops: list[InsertOne[Document] | UpdateOne | UpdateMany] = [
+            *(InsertOne(_inserted(e, stamp)) for e in new if stamp is not None),
+            *(_put(e) for e in entries),
+            *self._ends(ended, deleted, now or datetime.now(UTC)),
+        ]
         if not ops:
             return 0
         try:
             result = await self._writes.bulk_write(ops, ordered=False)
         except BulkWriteError as exc:
-            lost_to_taken_ids(exc)
-            return int(exc.details.get("nModified", 0)) + int(exc.details.get("nUpserted", 0))
-        return result.modified_count + result.upserted_count
+            lost = [new[e["index"]] for e in lost_to_taken_ids(exc) if e["index"] < len(new)]
+            written = sum(
+                int(exc.details.get(k, 0)) for k in ("nInserted", "nModified", "nUpserted")
+            )
+            return written + (await self.apply(lost) if lost else 0)
+        return result.inserted_count + result.modified_count + result.upserted_count
+
+    def _ends(self, ended: list[str], deleted: list[Any], now: datetime) -> list[UpdateMany]:
+        """The updates that end the SUSPENDED runs `ended` (by runId), and those whose
+        snapshot was `deleted` (by snapshotId)."""
+        end, suspended = self._retention.end_update(now), RunStatus.SUSPENDED.value
+        return [
+            UpdateMany({field: {"$in": keys[i : i + _BATCH]}, "status": suspended}, end)
+            for field, keys in (("runId", ended), ("snapshotId", deleted))
+            for i in range(0, len(keys), _BATCH)
+        ]
+
+    async def _database_now(self) -> datetime:
+        """The database's clock, which every other write stamps `changedAt` with."""
+        hello = await self.collection.database.command("hello")
+        local = hello.get("localTime")
+        if not isinstance(local, datetime):
+            return datetime.now(UTC)  # a server that does not say: this clock, within slack
+        return local if local.tzinfo else local.replace(tzinfo=UTC)
 
     async def put_suspended(self, entries: Iterable[RunEntry]) -> int:
         """Write discovered suspended runs over what the index held for them (`apply`)."""
@@ -129,3 +148,8 @@ def _put(entry: RunEntry) -> UpdateOne:
         },
         upsert=True,
     )
+
+
+def _inserted(entry: RunEntry, stamp: datetime) -> Document:
+    doc = {k: v for k, v in entry.to_document().items() if k not in _KEPT}
+    return doc | {"version": 1, "changedAt": stamp}
