@@ -543,7 +543,7 @@ def churn_main(args: argparse.Namespace) -> int:
         _say(f"the database's insert rate ({args.churn_burst} documents, one at a time)")
         taken = churn.insert_rate(mongo.uri, "bench_insert_rate", args.churn_burst // per_run)
         _say(f"loading {args.churn_base} runs")
-        churn.load_runs(mongo.uri, db, args.churn_base, START)
+        load(mongo.uri, db, args.churn_base)
         served = serve(mongo.uri, db, log)
         try:
             counts_in_memory(served.url)
@@ -561,7 +561,7 @@ def churn_main(args: argparse.Namespace) -> int:
         finally:
             served.stop()
         _say(f"{down * per_run} documents written while the server is down")
-        churn.load_runs(mongo.uri, db, down, datetime(2025, 9, 1, tzinfo=UTC))
+        load(mongo.uri, db, down)
         restarted = serve(mongo.uri, db, log)
         try:
             with httpx.Client(base_url=restarted.url, timeout=60) as client:

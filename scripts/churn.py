@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts.copies import copies, insert_runs
+from scripts.copies import copies
 from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document
 
 AGENT = "churn"
@@ -212,11 +212,3 @@ def churn(uri: str, db_name: str, url: str, rate: int, seconds: float, clients: 
     result.delays = [w.seen - w.at for w in writes if w.seen is not None]
     result.unseen = sum(w.seen is None for w in writes)
     return result
-
-
-def load_runs(uri: str, db_name: str, count: int, start: datetime) -> float:
-    """Insert `count` runs a thousand documents at a time; seconds it took."""
-    started = time.perf_counter()
-    with MongoClient[Document](uri) as client:
-        insert_runs(client[db_name][SNAPSHOTS_COLLECTION], copies(count, 20, start))
-    return time.perf_counter() - started

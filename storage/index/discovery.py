@@ -15,7 +15,7 @@ from pymongo.errors import BulkWriteError
 
 from suspended_runs.storage.index.counts import STAMP
 from suspended_runs.storage.index.entry import RunEntry
-from suspended_runs.storage.index.writes import IndexWriter, lost_to_taken_ids
+from suspended_runs.storage.index.writes import IndexWriter, lost_to_taken_ids, written_by
 from suspended_runs.storage.types import Document, RunStatus
 
 _FOLLOWER_OWNED = [RunStatus.SUSPENDED.value, RunStatus.ENDED.value]
@@ -57,10 +57,7 @@ class Discovery(IndexWriter):
             result = await self._writes.bulk_write(ops, ordered=False)
         except BulkWriteError as exc:
             lost = [new[e["index"]] for e in lost_to_taken_ids(exc) if e["index"] < len(new)]
-            written = sum(
-                int(exc.details.get(k, 0)) for k in ("nInserted", "nModified", "nUpserted")
-            )
-            return written + (await self.apply(lost) if lost else 0)
+            return written_by(exc) + (await self.apply(lost) if lost else 0)
         return result.inserted_count + result.modified_count + result.upserted_count
 
     def _ends(self, ended: list[str], deleted: list[Any], now: datetime) -> list[UpdateMany]:
@@ -107,10 +104,6 @@ class Discovery(IndexWriter):
     async def end_runs(self, run_ids: Iterable[str], now: datetime) -> int:
         """Mark suspended runs that left the suspended state elsewhere as ENDED."""
         return await self.apply([], run_ids, (), now)
-
-    async def end_by_snapshot(self, snapshot_id: Any, now: datetime) -> int:
-        """End the suspended run of a snapshot that was deleted."""
-        return await self.apply([], (), [snapshot_id], now)
 
     async def discovered_versions(self) -> dict[str, tuple[str, Any]]:
         """runId -> (status, suspendedAt) of every entry: what a reconcile compares."""

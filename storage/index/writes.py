@@ -83,7 +83,7 @@ class TrackedWrites:
         except BulkWriteError as exc:
             if not _all_lost_inserts(exc):
                 await self._mark_after_failure()
-            elif _written(exc):  # the rest of a batch went in: a change, nothing unknown
+            elif written_by(exc):  # the rest of a batch went in: a change, nothing unknown
                 await self._version.changed(recount=recount)
             raise
         except PyMongoError:
@@ -136,7 +136,8 @@ def _all_lost_inserts(exc: BulkWriteError) -> bool:
     return bool(errors) and all(e.get("code") == DUPLICATE_KEY for e in errors)
 
 
-def _written(exc: BulkWriteError) -> int:
+def written_by(exc: BulkWriteError) -> int:
+    """How many documents a bulk write that failed in part wrote nonetheless."""
     details = exc.details
     return sum(int(details.get(k, 0)) for k in ("nInserted", "nUpserted", "nModified", "nRemoved"))
 

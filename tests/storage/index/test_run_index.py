@@ -83,7 +83,7 @@ async def test_a_run_read_claimed_and_put_back_still_ends_with_its_snapshot(
     decided = seen.with_decision("c-1", Decision(Action.APPROVE, "a", T0))
     assert await index.claims.apply_decision(seen, decided, claim)
     assert await index.claims.settle(replace(seen, claim=None), "me")
-    assert await index.discovery.end_by_snapshot("snap-1", T0) == 1
+    assert await index.discovery.apply([], deleted=["snap-1"], now=T0) == 1  # its snapshot went
 
 
 async def test_a_page_asks_the_database_for_about_a_page_of_matches(index: RunIndex) -> None:
