@@ -21,13 +21,14 @@ from suspended_runs.storage.follower.changes import Change, ChangeApplier
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.reconcile import Reconciler
 from suspended_runs.storage.follower.settling import Settlement
-from suspended_runs.storage.snapshots.extraction import extraction_projection
 from suspended_runs.storage.types import Document
 
 log = logging.getLogger(__name__)
 
 _BATCH = 1000
 """Most changes applied as one batch (a getMore's batch is applied whole up to this)."""
+_GATHER = 0.05
+"""Most seconds a batch waits for more changes once changes keep coming."""
 _SAVE_EVERY = 0.5
 """Least seconds between two saves of the token while changes come."""
 _SETTLE_EVERY = 0.5
@@ -64,6 +65,8 @@ class ChangeStreamFollower:
         instance was down is being applied from the stream."""
         self._since: datetime | None = None
         self._settled_at = 0.0
+        self._busy = False
+        """Whether the last read gave changes (a burst goes on): batches then gather."""
 
     async def works(self) -> bool:
         """Whether the database offers change streams."""
@@ -150,17 +153,26 @@ class ChangeStreamFollower:
         return False
 
     async def _next_batch(self, stream: AsyncChangeStream[Document]) -> tuple[list[Document], bool]:
-        """The changes of the stream's next batch as the server sent it (at most `_BATCH`),
-        and whether the stream was idle (a read found nothing). After the last change of
-        a batch, the stream's token is the batch's post-batch token, not the change's."""
+        """The changes of the stream's next batch (at most `_BATCH`), and whether the stream
+        was idle (a read found nothing). A change after an idle read is applied with those
+        the server sent with it, at once; while changes keep coming, a batch also takes
+        what arrives within `_GATHER` seconds of its first change (one more read after that
+        wait), so a burst is applied in batches that cover their round trips."""
         batch: list[Document] = []
+        started = asyncio.get_running_loop().time()
         while len(batch) < _BATCH:
             change = await stream.try_next()
             if change is None:
+                self._busy = False
                 return batch, True
             batch.append(change)
-            if stream.resume_token != change.get("_id"):
+            if _buffered(stream):
+                continue
+            waited = asyncio.get_running_loop().time() - started
+            if not self._busy or waited >= _GATHER:
                 break
+            await asyncio.sleep(_GATHER - waited)
+        self._busy = True
         return batch, False
 
     def _reached_since(self) -> bool:
@@ -181,10 +193,11 @@ class ChangeStreamFollower:
         self, *, await_ms: int, resume_after: Any = None
     ) -> AsyncChangeStream[Document]:
         """A stream on the snapshots from now (or after `resume_after`) whose reads wait
-        `await_ms` for a change; each change's document comes with only what extraction
-        reads."""
+        `await_ms` for a change. Each change comes with its whole document: reducing it to
+        what extraction reads (a `$set` stage, as collection reads do) costs the embedded
+        server about a quarter of the writes it can take from Mastra meanwhile; this process
+        decodes a whole document for less (docs/benchmarks.md, "The follower")."""
         return await self.snapshots.watch(
-            _CHANGE_PIPELINE,
             full_document="updateLookup",
             resume_after=resume_after,
             max_await_time_ms=await_ms,
@@ -209,17 +222,11 @@ class ChangeStreamFollower:
             await self.settlement.settle_claimed()
 
 
-_CHANGE_PIPELINE: list[Document] = [
-    {
-        "$set": {
-            "fullDocument": {
-                "$cond": [
-                    {"$eq": [{"$type": "$fullDocument"}, "object"]},
-                    extraction_projection("fullDocument."),
-                    "$fullDocument",
-                ]
-            }
-        }
-    }
-]
-"""A change's document reduced to what extraction reads (null stays null: deleted since)."""
+def _buffered(stream: AsyncChangeStream[Document]) -> int:
+    """How many changes of the server's last batch the stream holds unread. The driver
+    says so only in its cursor's buffer (no public attribute): a driver without one reads
+    as 0, a batch per change, slower but as exact. A batch's end cannot be told from its
+    post-batch token: the embedded server sets it to its last change's."""
+    cursor = getattr(stream, "_cursor", None)
+    data = getattr(cursor, "_data", None)
+    return len(data) if data is not None else 0

@@ -6,8 +6,9 @@ claim holder (storage/index/claims.py), and a write here never undoes one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pymongo import InsertOne, UpdateMany, UpdateOne
@@ -21,9 +22,13 @@ from suspended_runs.storage.types import Document, RunStatus
 _FOLLOWER_OWNED = [RunStatus.SUSPENDED.value, RunStatus.ENDED.value]
 _KEPT = ("version", "endedAt", "decidedAt", "decidedBy")  # the follower never decides
 _BATCH = 1000
+_CLOCK_ASKED_EVERY = 10.0
 
 
 class Discovery(IndexWriter):
+    _clock: tuple[float, datetime] | None = None
+    """When (monotonic) the database's clock was last asked, and what it said."""
+
     async def apply(
         self,
         entries: Iterable[RunEntry],
@@ -71,12 +76,19 @@ class Discovery(IndexWriter):
         ]
 
     async def _database_now(self) -> datetime:
-        """The database's clock, which every other write stamps `changedAt` with."""
-        hello = await self.collection.database.command("hello")
-        local = hello.get("localTime")
-        if not isinstance(local, datetime):
-            return datetime.now(UTC)  # a server that does not say: this clock, within slack
-        return local if local.tzinfo else local.replace(tzinfo=UTC)
+        """The database's clock, which every other write stamps `changedAt` with: asked
+        every `_CLOCK_ASKED_EVERY` seconds and carried on by this process's monotonic
+        clock meanwhile (a step of the wall clock here does not move it; a step of the
+        database's is within what counts look back, storage/index/counts.py)."""
+        now = time.monotonic()
+        if self._clock is None or now - self._clock[0] >= _CLOCK_ASKED_EVERY:
+            hello = await self.collection.database.command("hello")
+            local = hello.get("localTime")
+            if not isinstance(local, datetime):
+                return datetime.now(UTC)  # a server that does not say: this clock, within slack
+            self._clock = (now, local if local.tzinfo else local.replace(tzinfo=UTC))
+        asked_at, database_time = self._clock
+        return database_time + timedelta(seconds=now - asked_at)
 
     async def put_suspended(self, entries: Iterable[RunEntry]) -> int:
         """Write discovered suspended runs over what the index held for them (`apply`)."""
