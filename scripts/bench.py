@@ -524,6 +524,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--approvals", type=int, default=200, help="runs approved (write path)")
     parser.add_argument("--churn", action="store_true", help="only the follower's figures")
     parser.add_argument("--churn-base", type=int, default=10_000, help="runs before the churn")
+    parser.add_argument(
+        "--poll-every",
+        type=float,
+        default=1.0,
+        help="seconds between a churn client's polls of every list shape (0: no pause)",
+    )
     parser.add_argument("--churn-burst", type=int, default=5000, help="documents of a burst")
     parser.add_argument("--churn-rates", default="50,100,200,400", help="writes/s, comma-separated")
     parser.add_argument("--churn-seconds", type=float, default=20, help="seconds per rate")
@@ -553,7 +559,15 @@ def churn_main(args: argparse.Namespace) -> int:
             for rate in rates:
                 _say(f"churn at {rate} writes/s for {args.churn_seconds:.0f} s")
                 steady.append(
-                    churn.churn(mongo.uri, db, served.url, rate, args.churn_seconds, args.clients)
+                    churn.churn(
+                        mongo.uri,
+                        db,
+                        served.url,
+                        rate,
+                        args.churn_seconds,
+                        args.clients,
+                        args.poll_every,
+                    )
                 )
             with httpx.Client(base_url=served.url, timeout=60) as client:
                 churn.caught_up(client)
@@ -590,7 +604,9 @@ def print_churn(args: argparse.Namespace, rows: list[tuple[str, str]], steady: l
     print("| figure | value |\n| --- | --- |")
     for name, value in rows:
         print(f"| {name} | {value} |")
-    print(f"\n## Write to listed, {args.clients} clients polling every list shape with total\n")
+    every = f"every {args.poll_every:g} s" if args.poll_every else "without pause"
+    shapes = f"{args.clients} clients polling every list shape with total {every}"
+    print(f"\n## Write to listed, {shapes}\n")
     print("| writes/s | p50 | p99 | max | not seen |\n| --- | --- | --- | --- | --- |")
     for result in steady:
         p50, p99, most = (f"{figure * 1000:.0f} ms" for figure in result.figures())

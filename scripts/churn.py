@@ -17,7 +17,6 @@ On a fresh embedded MongoDB holding `--churn-base` runs:
 
 from __future__ import annotations
 
-import itertools
 import random
 import statistics
 import threading
@@ -128,25 +127,31 @@ def burst_rate(uri: str, db_name: str, url: str, runs: int) -> float:
         return len(docs) / (time.perf_counter() - started)
 
 
-def _poll(url: str, stop: threading.Event) -> None:
+def _poll(url: str, stop: threading.Event, every: float) -> None:
+    """A dashboard: every list shape with `total`, all of them every `every` seconds (0:
+    as fast as the server answers)."""
     with httpx.Client(base_url=url, timeout=60) as client:
-        for shape in itertools.cycle(SHAPES):
-            if stop.is_set():
-                return
-            query = f"{{ suspendedRuns(filter: {shape}, first: 20) {{ total runs {{ runId }} }} }}"
-            client.post("/graphql", json={"query": query})
+        while not stop.is_set():
+            started = time.perf_counter()
+            for shape in SHAPES:
+                query = (
+                    f"{{ suspendedRuns(filter: {shape}, first: 20) {{ total runs {{ runId }} }} }}"
+                )
+                client.post("/graphql", json={"query": query})
+            stop.wait(max(0.0, started + every - time.perf_counter()))
 
 
 def _write(collection: Any, rng: random.Random, live: list[str]) -> Write:
     """One write as Mastra makes them: mostly new runs (a fifth with an old or an equal
-    `createdAt`), some completed (deleted), some resumed elsewhere (settled)."""
+    `createdAt`), some completed (deleted), some resumed elsewhere (settled). `live`: the
+    runs already seen listed (only those end: one ended before it was seen would never
+    be seen SUSPENDED)."""
     now = datetime.now(UTC)
     kind = rng.random()
     if kind < 0.6 or len(live) < 20:
         created = now - timedelta(days=rng.randrange(30)) if rng.random() < 0.2 else now
         docs = _new_runs(1, created.replace(microsecond=0), AGENT)  # whole seconds: ties
         collection.insert_many(docs)
-        live.append(docs[0]["run_id"])
         return Write(docs[0]["run_id"], "SUSPENDED", time.perf_counter())
     run_id = live.pop(rng.randrange(len(live)))
     if kind < 0.8:
@@ -157,54 +162,76 @@ def _write(collection: Any, rng: random.Random, live: list[str]) -> Write:
     return Write(run_id, "ENDED", time.perf_counter())
 
 
-def _check(url: str, pending: list[Write], lock: threading.Lock, stop: threading.Event) -> None:
-    """Marks each write seen once the API shows it."""
+def _check(
+    url: str, pending: list[Write], live: list[str], lock: threading.Lock, stop: threading.Event
+) -> None:
+    """Marks each write seen once the API shows it: every pending write is asked each
+    round (`_ASKED` at a time), so a write's delay is not the checker's own backlog."""
     with httpx.Client(base_url=url, timeout=60) as client:
         while not stop.is_set() or pending:
             with lock:
-                asked = pending[:20]
-            if not asked:
+                round_ = list(pending)
+            if not round_:
                 time.sleep(0.01)
                 continue
-            query = "{ " + " ".join(STATUS % (i, w.run_id) for i, w in enumerate(asked)) + " }"
-            body = client.post("/graphql", json={"query": query}).json()
-            if body.get("data") is None:
-                raise SystemExit(f"the check was refused: {body.get('errors')}")
-            data = body["data"]
-            now = time.perf_counter()
-            with lock:
-                for i, write in enumerate(asked):
-                    status = (data.get(f"a{i}") or {}).get("status")
-                    # A run removed before the follower saw it was never listed: shown right.
-                    if status == write.expected or (status is None and write.expected == "ENDED"):
-                        write.seen = now
-                        pending.remove(write)
-            if stop.is_set() and time.perf_counter() > _deadline(asked):
+            for at in range(0, len(round_), _ASKED):
+                _ask(client, round_[at : at + _ASKED], pending, live, lock)
+            if stop.is_set() and time.perf_counter() > _deadline(round_):
                 return
+
+
+_ASKED = 25
+"""Writes asked in one request (`MAX_QUERY_ALIASES` allows 30)."""
+
+
+def _ask(
+    client: httpx.Client,
+    asked: list[Write],
+    pending: list[Write],
+    live: list[str],
+    lock: threading.Lock,
+) -> None:
+    query = "{ " + " ".join(STATUS % (i, w.run_id) for i, w in enumerate(asked)) + " }"
+    body = client.post("/graphql", json={"query": query}).json()
+    if body.get("data") is None:
+        raise SystemExit(f"the check was refused: {body.get('errors')}")
+    data = body["data"]
+    now = time.perf_counter()
+    with lock:
+        for i, write in enumerate(asked):
+            status = (data.get(f"a{i}") or {}).get("status")
+            # A run removed before the follower saw it was never listed: shown right.
+            if status == write.expected or (status is None and write.expected == "ENDED"):
+                write.seen = now
+                pending.remove(write)
+                if write.expected == "SUSPENDED":
+                    live.append(write.run_id)
 
 
 def _deadline(asked: list[Write]) -> float:
     return max(w.at for w in asked) + 30
 
 
-def churn(uri: str, db_name: str, url: str, rate: int, seconds: float, clients: int) -> Churn:
-    """Writes at `rate` a second for `seconds`, `clients` polling meanwhile."""
+def churn(
+    uri: str, db_name: str, url: str, rate: int, seconds: float, clients: int, every: float
+) -> Churn:
+    """Writes at `rate` a second for `seconds`, `clients` polling meanwhile (`_poll`)."""
     collection, rng = _snapshots(uri, db_name), random.Random(rate)
     live: list[str] = []
     writes: list[Write] = []
     pending: list[Write] = []
     lock, stop = threading.Lock(), threading.Event()
-    pollers = [threading.Thread(target=_poll, args=(url, stop)) for _ in range(clients)]
-    checker = threading.Thread(target=_check, args=(url, pending, lock, stop))
+    pollers = [threading.Thread(target=_poll, args=(url, stop, every)) for _ in range(clients)]
+    checker = threading.Thread(target=_check, args=(url, pending, live, lock, stop))
     for thread in [*pollers, checker]:
         thread.start()
     started = time.perf_counter()
     for k in range(int(rate * seconds)):
         time.sleep(max(0.0, started + k / rate - time.perf_counter()))
-        write = _write(collection, rng, live)
-        writes.append(write)
         with lock:
+            write = _write(collection, rng, live)
             pending.append(write)
+        writes.append(write)
     stop.set()
     for thread in [*pollers, checker]:
         thread.join()
