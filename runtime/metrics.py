@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.process_collector import ProcessCollector
 
-from suspended_runs.storage import RunFilter, RunStatus, Storage
+from suspended_runs.storage import UNREADABLE, RunFilter, RunStatus, Storage
 
 REGISTRY = CollectorRegistry()
 ProcessCollector(registry=REGISTRY)
@@ -97,6 +97,12 @@ SYNC_BEHIND = Gauge(
     "caught up, else the age of the newest change applied (NaN before one is known).",
     registry=REGISTRY,
 )
+UNREADABLE_SNAPSHOTS = Gauge(
+    "suspended_runs_unreadable_snapshots",
+    "Snapshot documents of runs this process could not read (a run id, agent, date or "
+    "snapshot that is missing or of the wrong type), each logged once and left out.",
+    registry=REGISTRY,
+)
 COUNTS_IN_MEMORY = Gauge(
     "suspended_runs_counts_in_memory",
     "1 while the counts of suspended runs are kept in memory for every agent, resource and "
@@ -134,6 +140,7 @@ async def refresh(storage: Storage) -> None:
     claimed = await storage.runs.claims.claimed()
     STALLED.set(sum(entry.status_at(now) is RunStatus.STALLED for entry in claimed))
     OUTCOME_UNKNOWN.set(sum(entry.outcome_unknown for entry in claimed))
+    UNREADABLE_SNAPSHOTS.set(UNREADABLE.count)
     tallies = storage.runs.tallies
     COUNTS_IN_MEMORY.set(1 if tallies is not None and tallies.loaded else 0)
     follower = storage.follower

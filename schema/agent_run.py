@@ -109,6 +109,10 @@ class AgentRun:
     )
     decided_at: datetime | None = strawberry.field(description="When its last decision was made.")
     decided_by: str | None = strawberry.field(description="Who made its last decision.")
+    problems: list[str] = strawberry.field(
+        description="What of its snapshot could not be read, each read as null (empty: "
+        "none); `runs(filter: {hasProblems: true})` lists such runs."
+    )
 
     @classmethod
     def from_entry(cls, entry: storage.RunEntry) -> AgentRun:
@@ -128,4 +132,5 @@ class AgentRun:
             outcome_unknown=entry.outcome_unknown,
             decided_at=entry.decided_at,
             decided_by=entry.decided_by,
+            problems=list(entry.problems),
         )

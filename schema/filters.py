@@ -38,9 +38,16 @@ class RunsFilter(SuspendedRunsFilter):
     status: list[storage.RunStatus] | None = strawberry.field(
         default=None, description="The states to list; unset: every state."
     )
+    has_problems: bool | None = strawberry.field(
+        default=None,
+        description="Only runs whose snapshot had fields that could not be read (`problems`); "
+        "false: only the others.",
+    )
 
     def to_run_filter(self) -> storage.RunFilter:
         statuses = (
             frozenset(self.status) if self.status is not None else frozenset(storage.RunStatus)
         )
-        return dataclasses.replace(super().to_run_filter(), statuses=statuses)
+        return dataclasses.replace(
+            super().to_run_filter(), statuses=statuses, has_problems=self.has_problems
+        )

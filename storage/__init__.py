@@ -13,6 +13,7 @@ from suspended_runs.storage.index.filters import Cursor, RunFilter
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.snapshots.extraction import extract_entry, parse_snapshot
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
+from suspended_runs.storage.snapshots.states import UNREADABLE
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
     FOLLOWER_STATE_COLLECTION,
@@ -36,6 +37,7 @@ __all__ = [
     "RUNS_COLLECTION",
     "RUN_WORKFLOWS",
     "SNAPSHOTS_COLLECTION",
+    "UNREADABLE",
     "Action",
     "AuditRecord",
     "Claim",

@@ -134,3 +134,18 @@ def settings_for(mongo_uri: str, peer: MastraPeer, **changes: Any) -> Settings:
     """Settings of an app that lists the peer's runs and sends decisions to it."""
     values: dict[str, Any] = {"mastra_timeout_seconds": 30, **changes}
     return Settings(mongodb_uri=mongo_uri, mongodb_db=PEER_DB, mastra_url=peer.url, **values)
+
+
+def init_store(node: Path, mongo_uri: str, db_name: str) -> str:
+    """What @mastra/mongodb's start does to `db_name` (its store's init()); its warnings."""
+    env = {**os.environ, "MONGODB_URI": mongo_uri, "MONGODB_DB": db_name}
+    done = subprocess.run(
+        [str(node), "init_store.mjs"],
+        cwd=PEER_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stderr

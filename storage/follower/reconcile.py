@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 _BATCH = 500
 _INDEX_EXISTS_OTHERWISE = (85, 86)  # IndexOptionsConflict, IndexKeySpecsConflict
+_MASTRA_RUN_INDEX = "workflow_name_1_run_id_1"
+"""The name @mastra/mongodb gives its unique (workflow_name, run_id) index."""
+_OWN_RUN_INDEX = "suspended_runs_workflow_name_run_id"
+_OWN_UPDATED_AT_INDEX = "suspended_runs_updatedAt"
 _FIRST_WINDOW = timedelta(seconds=1)
 _WINDOW_MATCHES = 1000
 """About how many documents one window of a catch-up reads: each window is one query of
@@ -87,13 +91,25 @@ class Reconciler:
 
     async def ensure_indexes(self) -> None:
         # Indexes are the only writes to Mastra's documents: reconciles and lookups of one
-        # run read by (workflow_name, run_id). Made as Mastra makes it at init (unique), so
-        # whichever starts first, the other finds the same index, not a conflicting one.
+        # run read by (workflow_name, run_id). Made as @mastra/mongodb makes it at init
+        # (unique, its default name), so whichever starts first, the other finds the same
+        # index; one an older version of this server made without `unique` is made again.
         keys = [("workflow_name", 1), ("run_id", 1)]
+        existing = (await self.snapshots.index_information()).get(_MASTRA_RUN_INDEX)
+        if existing is not None and not existing.get("unique"):
+            log.warning(
+                "remaking the snapshots' (workflow_name, run_id) index as Mastra makes it "
+                "(unique): an older version of this server made it without"
+            )
+            await self.snapshots.drop_index(_MASTRA_RUN_INDEX)
         try:
             await self._ensure_snapshot_index(keys, unique=True)
         except DuplicateKeyError:  # a writer left two documents of one run: still read by it
-            await self._ensure_snapshot_index(keys)
+            log.warning(
+                "the snapshots hold two documents of one run: Mastra's unique "
+                "(workflow_name, run_id) index cannot be made; one of this server's own instead"
+            )
+            await self._ensure_snapshot_index(keys, name=_OWN_RUN_INDEX)
 
     async def ensure_updated_at_index(self) -> None:
         """The index that reads by `updatedAt` (polls, a catch-up) need, made when first
@@ -103,7 +119,7 @@ class Reconciler:
         indexes = await self.snapshots.index_information()
         if not any(spec["key"][0][0] == "updatedAt" for spec in indexes.values()):
             log.info("building the snapshots' updatedAt index")
-            await self._ensure_snapshot_index([("updatedAt", 1)])
+            await self._ensure_snapshot_index([("updatedAt", 1)], name=_OWN_UPDATED_AT_INDEX)
 
     async def reconcile(self) -> ReconcileReport:
         """Rebuild every entry from the snapshots: new, changed and vanished suspended runs.
@@ -171,10 +187,15 @@ class Reconciler:
             await self.catch_up(since)
 
     async def _ensure_snapshot_index(
-        self, keys: list[tuple[str, int]], *, unique: bool = False
+        self, keys: list[tuple[str, int]], *, unique: bool = False, name: str | None = None
     ) -> None:
+        """An index on Mastra's collection: Mastra's own (its name and options), or one of
+        this server's under a name of its own, never one that clashes with Mastra's."""
         try:
-            await self.snapshots.create_index(keys, unique=unique)
+            if name is None:
+                await self.snapshots.create_index(keys, unique=unique)
+            else:
+                await self.snapshots.create_index(keys, unique=unique, name=name)
         except OperationFailure as exc:
             if exc.code not in _INDEX_EXISTS_OTHERWISE:
                 raise

@@ -158,6 +158,9 @@ def _in_scope(doc: Document, scope: Document) -> bool:
         if isinstance(wanted, dict) and "$in" in wanted:
             if doc.get(name) not in wanted["$in"]:
                 return False
+        elif isinstance(wanted, dict) and "$ne" in wanted:
+            if doc.get(name) == wanted["$ne"]:
+                return False
         elif doc.get(name) != wanted:
             return False
     return True

@@ -156,6 +156,9 @@ class RunEntry:
     decided_at: datetime | None = None
     decided_by: str | None = None
     """When and by whom the run's last decision was made (kept as the run moves on)."""
+    problems: tuple[str, ...] = ()
+    """What of its snapshot could not be read (each read as null): the run is listed with
+    the rest (storage/snapshots/fields.py)."""
 
     def status_at(self, now: datetime) -> RunStatus:
         """The status to show: a RUNNING run whose lease ran out (its process died) is STALLED."""
@@ -204,11 +207,15 @@ class RunEntry:
             "outcome": self.outcome.to_document() if self.outcome else None,
             "decidedAt": self.decided_at,
             "decidedBy": self.decided_by,
+            "problems": list(self.problems),
+            "hasProblems": bool(self.problems),
         }
 
     @classmethod
     def from_document(cls, doc: Document) -> RunEntry:
         claim, outcome = doc.get("claim"), doc.get("outcome")
+        problems = [p for p in doc.get("problems") or () if isinstance(p, str)]
+        calls = tuple(_read_call(c, i, problems) for i, c in enumerate(doc.get("toolCalls") or ()))
         return cls(
             run_id=doc["runId"],
             workflow_name=doc.get("workflowName", ""),
@@ -217,9 +224,9 @@ class RunEntry:
             status=RunStatus(doc["status"]),
             created_at=doc["createdAt"],
             suspended_at=doc.get("suspendedAt"),
-            thread_id=doc.get("threadId"),
-            resource_id=doc.get("resourceId"),
-            tool_calls=tuple(ToolCall.from_document(c) for c in doc.get("toolCalls") or ()),
+            thread_id=_text(doc, "threadId", "", problems),
+            resource_id=_text(doc, "resourceId", "", problems),
+            tool_calls=calls,
             snapshot_id=doc.get("snapshotId"),
             version=int(doc.get("version", 0)),
             ended_at=doc.get("endedAt"),
@@ -227,7 +234,28 @@ class RunEntry:
             outcome=Outcome.from_document(outcome) if outcome else None,
             decided_at=doc.get("decidedAt"),
             decided_by=doc.get("decidedBy"),
+            problems=tuple(problems),
         )
+
+
+def _text(doc: Document, name: str, where: str, problems: list[str]) -> str | None:
+    """A string field of an entry written before its snapshot's fields were validated
+    (storage/snapshots/fields.py): another type is read as null, and named."""
+    value = doc.get(name)
+    if value is None or isinstance(value, str):
+        return value
+    problems.append(f"{where}{name}: a {type(value).__name__}, not a string")
+    return None
+
+
+def _read_call(doc: Document, index: int, problems: list[str]) -> ToolCall:
+    call = ToolCall.from_document(doc)
+    where = f"toolCalls[{index}]."
+    return replace(
+        call,
+        tool_call_id=_text(doc, "toolCallId", where, problems),
+        tool_name=_text(doc, "toolName", where, problems),
+    )
 
 
 def read_entry(doc: Document) -> RunEntry | None:

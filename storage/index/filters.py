@@ -41,6 +41,8 @@ class RunFilter:
     statuses: frozenset[RunStatus] = frozenset({RunStatus.SUSPENDED})
     """The states to list; STALLED is a RUNNING run whose lease ran out, so asking for one
     of the two without the other narrows by the lease's expiry."""
+    has_problems: bool | None = None
+    """Only runs whose snapshot had fields that could not be read (False: only others)."""
     resource_ids: frozenset[str] | None = None
     agent_ids: frozenset[str] | None = None
     """A caller's scope: only runs of these resources / agents (None: any)."""
@@ -85,6 +87,8 @@ class RunFilter:
         if self.thread_id is not None:
             query["threadId"] = self.thread_id
         _match(query, "resourceId", self.resource_id, self.resource_ids)
+        if self.has_problems is not None:
+            query["hasProblems"] = True if self.has_problems else {"$ne": True}
         created: Document = {}
         if self.from_date is not None:
             # Portable `$gte`: the embedded server scans `$gte` on a descending key as `$gt`.

@@ -15,7 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from suspended_runs.storage.errors import MalformedSnapshot
-from suspended_runs.storage.index.entry import RunEntry, ToolCall
+from suspended_runs.storage.index.entry import Decision, RunEntry, ToolCall
+from suspended_runs.storage.snapshots.fields import json_safe, read_call, read_scope
 from suspended_runs.storage.types import (
     MASTRA_RUN_WORKFLOWS,
     PYTHON_RUN_WORKFLOW,
@@ -56,11 +57,13 @@ def _mastra_entry(
     if agent_id is None:
         return None  # Mastra lists a run only under the agent that owns it.
     memory_info = _memory_info(steps, context)
-    resource_id = doc.get("resourceId") or memory_info.get("resourceId")
-    thread_id = memory_info.get("threadId")
     created_at = _as_datetime(doc.get("createdAt"), "createdAt")
     updated_at = _as_datetime(doc.get("updatedAt", doc.get("createdAt")), "updatedAt")
+    problems: list[str] = []
+    own = read_scope({"resourceId": doc.get("resourceId")}, problems)
+    memory = read_scope(memory_info, problems, "memoryInfo.")
     labels = snapshot.get("resumeLabels")
+    calls = tuple(_tool_calls(steps, labels if isinstance(labels, dict) else {}, problems))
     return RunEntry(
         run_id=run_id,
         workflow_name=workflow_name,
@@ -69,10 +72,11 @@ def _mastra_entry(
         status=RunStatus.SUSPENDED,
         created_at=created_at,
         suspended_at=updated_at,
-        thread_id=thread_id if isinstance(thread_id, str) else None,
-        resource_id=resource_id if isinstance(resource_id, str) else None,
-        tool_calls=tuple(_tool_calls(steps, labels if isinstance(labels, dict) else {})),
+        thread_id=memory.thread_id,
+        resource_id=own.resource_id or memory.resource_id,
+        tool_calls=calls,
         snapshot_id=doc.get("_id"),
+        problems=tuple(problems),
     )
 
 
@@ -81,10 +85,9 @@ def _python_entry(doc: Document, run_id: str, snapshot: Document) -> RunEntry:
     calls = snapshot.get("toolCalls")
     if not isinstance(agent_id, str) or not isinstance(calls, list):
         raise MalformedSnapshot("a Python run snapshot needs agentId and toolCalls")
-    try:
-        tool_calls = tuple(ToolCall.from_document(call) for call in calls)
-    except (KeyError, ValueError, TypeError) as exc:
-        raise MalformedSnapshot(f"toolCalls: {type(exc).__name__}: {exc}") from None
+    problems: list[str] = []
+    own = read_scope({"resourceId": doc.get("resourceId")}, problems)
+    inner = read_scope(snapshot, problems, "snapshot.")
     return RunEntry(
         run_id=run_id,
         workflow_name=PYTHON_RUN_WORKFLOW,
@@ -93,10 +96,33 @@ def _python_entry(doc: Document, run_id: str, snapshot: Document) -> RunEntry:
         status=RunStatus.SUSPENDED,
         created_at=_as_datetime(doc.get("createdAt"), "createdAt"),
         suspended_at=_as_datetime(doc.get("updatedAt"), "updatedAt"),
-        thread_id=snapshot.get("threadId"),
-        resource_id=doc.get("resourceId") or snapshot.get("resourceId"),
-        tool_calls=tool_calls,
+        thread_id=inner.thread_id,
+        resource_id=own.resource_id or inner.resource_id,
+        tool_calls=tuple(_python_call(call, i, problems) for i, call in enumerate(calls)),
         snapshot_id=doc.get("_id"),
+        problems=tuple(problems),
+    )
+
+
+def _python_call(call: Any, index: int, problems: list[str]) -> ToolCall:
+    """One call of a Python run; its decision is this server's own record: one it cannot
+    read leaves the run out (a decision read as null would let the call be decided twice)."""
+    if not isinstance(call, dict):
+        raise MalformedSnapshot(f"toolCalls[{index}] is not an object")
+    where = f"toolCalls[{index}]."
+    fields = read_call(call, where, problems)
+    decision = call.get("decision")
+    try:
+        decided = Decision.from_document(decision) if decision else None
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        raise MalformedSnapshot(f"{where}decision: {type(exc).__name__}: {exc}") from None
+    return ToolCall(
+        tool_call_id=fields.tool_call_id,
+        tool_name=fields.tool_name,
+        requires_approval=call.get("requiresApproval") is True,
+        args=json_safe(call.get("args"), f"{where}args", problems),
+        suspend_payload=json_safe(call.get("suspendPayload"), f"{where}suspendPayload", problems),
+        decision=decided,
     )
 
 
@@ -134,7 +160,9 @@ def _memory_info(steps: list[tuple[str, Document]], context: Document) -> Docume
     return info if isinstance(info, dict) else {}
 
 
-def _tool_calls(steps: list[tuple[str, Document]], labels: Document) -> Iterator[ToolCall]:
+def _tool_calls(
+    steps: list[tuple[str, Document]], labels: Document, problems: list[str]
+) -> Iterator[ToolCall]:
     for step_id, step in steps:
         payload = step.get("suspendPayload")
         if not isinstance(payload, dict):
@@ -143,7 +171,7 @@ def _tool_calls(steps: list[tuple[str, Document]], labels: Document) -> Iterator
         if not entries:
             entries = [(None, payload)]
         for index, entry_payload in entries:
-            call = _tool_call(entry_payload, step_id, index, labels)
+            call = _tool_call(entry_payload, step_id, index, labels, problems)
             if call is not None:
                 yield call
 
@@ -169,30 +197,35 @@ def _index_order(key: Any) -> tuple[int, int | str]:
 
 
 def _tool_call(
-    payload: Document, step_id: str, index: int | None, labels: Document
+    payload: Document, step_id: str, index: int | None, labels: Document, problems: list[str]
 ) -> ToolCall | None:
+    where = f"{step_id}{'' if index is None else f'[{index}]'}."
     approval = payload.get("requireToolApproval")
     if isinstance(approval, dict):
+        fields = read_call(approval, where, problems)
         return ToolCall(
-            tool_call_id=approval.get("toolCallId"),
-            tool_name=approval.get("toolName"),
+            tool_call_id=fields.tool_call_id,
+            tool_name=fields.tool_name,
             requires_approval=True,
-            args=approval.get("args"),
+            args=json_safe(approval.get("args"), f"{where}args", problems),
         )
     if payload.get("type") == "approval":
         # The durable loop's approval; Mastra 1.71 reports it without args, a bug fixed later.
+        fields = read_call(payload, where, problems)
         return ToolCall(
-            tool_call_id=payload.get("toolCallId"),
-            tool_name=payload.get("toolName"),
+            tool_call_id=fields.tool_call_id,
+            tool_name=fields.tool_name,
             requires_approval=True,
-            args=payload.get("args"),
+            args=json_safe(payload.get("args"), f"{where}args", problems),
         )
     if any(key in payload for key in ("toolCallSuspended", "toolName", "toolCallId")):
+        fields = read_call(payload, where, problems)
+        suspended = payload.get("toolCallSuspended")
         return ToolCall(
-            tool_call_id=payload.get("toolCallId") or _label_for(step_id, index, labels),
-            tool_name=payload.get("toolName"),
+            tool_call_id=fields.tool_call_id or _label_for(step_id, index, labels),
+            tool_name=fields.tool_name,
             requires_approval=False,
-            suspend_payload=payload.get("toolCallSuspended"),
+            suspend_payload=json_safe(suspended, f"{where}toolCallSuspended", problems),
         )
     return None
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from typing import Any
 
 from suspended_runs.storage.index.entry import RunEntry
@@ -56,13 +57,40 @@ def resting_state(snapshot: Any) -> tuple[str | None, str | None]:
     return (status if isinstance(status, str) else None), (str(error)[:500] if error else None)
 
 
+class Unreadable:
+    """The snapshot documents this process could not read as runs: each logged once (a
+    reconcile meets it again), and counted in `/metrics`."""
+
+    def __init__(self) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self.count = 0
+        """Distinct documents met since this process started."""
+
+    def met(self, doc: Document, reason: str) -> None:
+        key = repr(doc.get("_id"))
+        if key in self._ids:
+            self._ids.move_to_end(key)
+            return
+        self._ids[key] = None
+        if len(self._ids) > _REMEMBERED:
+            self._ids.popitem(last=False)
+        self.count += 1
+        log.warning(
+            "skipped a malformed snapshot document",
+            extra={"snapshotId": str(doc.get("_id")), "reason": reason[:200]},
+        )
+
+
+_REMEMBERED = 10_000
+"""Unreadable documents remembered as logged (one beyond that may be logged again)."""
+UNREADABLE = Unreadable()
+
+
 def extract_or_log(doc: Document) -> RunEntry | None:
-    """`extract_entry`, or None for a document it cannot read (logged by id, skipped)."""
+    """`extract_entry`, or None for a document it cannot read (logged once by id, counted,
+    skipped)."""
     try:
         return extract_entry(doc)
     except Exception as exc:  # one bad document must never stop the follower
-        log.warning(
-            "skipped a malformed snapshot document",
-            extra={"snapshotId": str(doc.get("_id")), "reason": str(exc)[:200]},
-        )
+        UNREADABLE.met(doc, str(exc))
         return None
