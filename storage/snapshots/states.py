@@ -32,13 +32,17 @@ def may_be_suspended(doc: Document) -> bool:
     is not an object: a JSON string by older writers, or malformed; it is parsed, or
     logged)."""
     snapshot = doc.get("snapshot")
-    return not isinstance(snapshot, dict) or snapshot.get("status") not in SETTLED
+    if not isinstance(snapshot, dict):
+        return True
+    status = snapshot.get("status")  # of any type: one that is no state is read, and refused
+    return not isinstance(status, str) or status not in SETTLED
 
 
-def status_of(doc: Document) -> Any:
-    """The state a (light) read of `doc` shows, or None (not an object)."""
+def status_of(doc: Document) -> str | None:
+    """The state a (light) read of `doc` shows, or None (not an object, or no string)."""
     snapshot = doc.get("snapshot")
-    return snapshot.get("status") if isinstance(snapshot, dict) else None
+    status = snapshot.get("status") if isinstance(snapshot, dict) else None
+    return status if isinstance(status, str) else None
 
 
 def resting_state(snapshot: Any) -> tuple[str | None, str | None]:

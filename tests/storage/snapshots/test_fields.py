@@ -5,16 +5,30 @@ counted; over GraphQL, through the real follower."""
 from __future__ import annotations
 
 import copy
+import json
+import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from bson import ObjectId
+from bson import ObjectId, encode
+from bson.errors import InvalidDocument
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from pymongo.errors import PyMongoError
 
-from suspended_runs.storage import PYTHON_RUN_WORKFLOW, Document, extract_entry
+from suspended_runs.storage import (
+    PYTHON_RUN_WORKFLOW,
+    SNAPSHOTS_COLLECTION,
+    Document,
+    MalformedSnapshot,
+    RunEntry,
+    extract_entry,
+)
 from tests.builders import key, post
-from tests.helpers import eventually, suspended_doc
+from tests.helpers import eventually, make_gql, running_app, suspended_doc
 
 RUN = """
   runId threadId resourceId problems
@@ -174,3 +188,168 @@ def test_problems_name_the_field_and_its_kind() -> None:
         "executionWorkflow[0].toolName: a number, not a string",
         "executionWorkflow[0].args: a number JSON cannot hold, read as null",
     )
+
+
+# -- every field discovery reads, as every JSON type ----------------------------------------
+
+_APPROVAL = (
+    "snapshot", "context", "executionWorkflow", "suspendPayload", "__workflow_meta",
+    "foreachOutput", 0, "suspendPayload", "requireToolApproval",
+)  # fmt: skip
+_STEP = ("snapshot", "context", "executionWorkflow", "suspendPayload")
+_MEMORY = (*_STEP, "__streamState", "messageList", "memoryInfo")
+READ: list[tuple[Any, ...]] = [
+    ("run_id",),
+    ("resourceId",),
+    ("createdAt",),
+    ("updatedAt",),
+    ("snapshot",),
+    ("snapshot", "status"),
+    ("snapshot", "context"),
+    ("snapshot", "resumeLabels"),
+    (*_STEP,),
+    (*_STEP, "__agentId"),
+    (*_STEP, "__workflow_meta"),
+    (*_STEP, "__workflow_meta", "foreachOutput"),
+    (*_STEP, "__workflow_meta", "foreachOutput", 0),
+    (*_STEP, "__workflow_meta", "foreachOutput", 0, "status"),
+    (*_APPROVAL,),
+    (*_APPROVAL, "toolCallId"),
+    (*_APPROVAL, "toolName"),
+    (*_APPROVAL, "args"),
+    (*_MEMORY,),
+    (*_MEMORY, "threadId"),
+    (*_MEMORY, "resourceId"),
+]
+"""The paths of a Mastra approval snapshot that discovery reads."""
+
+_KEYS = st.text(alphabet="abcdefghij_", min_size=1, max_size=6)
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=3),
+    max_leaves=8,
+) | st.sampled_from(["big", "deep"])
+"""Any JSON value, and two sizes: a string of megabytes, nesting near BSON's limit."""
+
+
+def _sized(value: Any) -> Any:
+    if value == "big":
+        return "x" * 3_000_000
+    if value == "deep":
+        return _deep(90)
+    return value
+
+
+def _put(doc: Document, path: tuple[Any, ...], value: Any) -> Document:
+    target: Any = doc
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = _sized(value)
+    return doc
+
+
+def _readable(entry: RunEntry) -> None:
+    """What the schema serializes, as it must be: strings or null, JSON that encodes."""
+    texts = [entry.thread_id, entry.resource_id]
+    texts += [text for call in entry.tool_calls for text in (call.tool_call_id, call.tool_name)]
+    assert all(text is None or isinstance(text, str) for text in texts)
+    for call in entry.tool_calls:
+        json.dumps([call.args, call.suspend_payload], allow_nan=False)
+    encode(entry.to_document())
+
+
+@given(path=st.sampled_from(READ), value=JSON)
+@hypothesis_settings(max_examples=300, deadline=None)
+def test_any_value_anywhere_is_read_or_refused_as_malformed(path, value) -> None:
+    doc = _put(suspended_doc("r"), path, value)
+    try:
+        entry = extract_entry(doc)
+    except MalformedSnapshot:
+        return
+    if entry is not None:
+        _readable(entry)
+        _readable(RunEntry.from_document(entry.to_document()))
+
+
+PAGES = """query($after: String, $page: Int) {
+  byCursor: suspendedRuns(first: 7, after: $after) { total hasMore nextCursor runs { runId } }
+  byPage: suspendedRuns(page: $page, perPage: 7) { total runs { runId threadId resourceId
+    toolCalls { toolCallId toolName args suspendPayload } problems } }
+  all: runs(first: 50) { runs { runId problems } }
+  flagged: runs(filter: {hasProblems: true}, first: 50) { runs { runId } }
+}"""
+
+
+async def _every_shape_answers(gql: Any, ids: list[str]) -> set[str]:
+    """Every page of every shape answered without errors; the run ids listed."""
+    listed: set[str] = set()
+    after, page = None, 0
+    while True:
+        body = await gql(PAGES, {"after": after, "page": page})
+        assert "errors" not in body, body.get("errors")
+        cursor = body["data"]["byCursor"]
+        listed |= {run["runId"] for run in cursor["runs"]}
+        if not cursor["hasMore"]:
+            break
+        after, page = cursor["nextCursor"], page + 1
+    for run_id in ids:
+        body = await gql(ONE, {"id": run_id})
+        assert "errors" not in body, body.get("errors")
+    return listed
+
+
+async def _write(collection: Any, docs: list[Document], good: Document) -> list[str]:
+    """Each document that the database takes (some values it refuses); their run ids."""
+    taken = []
+    for doc in docs:
+        try:
+            await collection.insert_one(doc)
+        except (InvalidDocument, OverflowError, PyMongoError):
+            continue
+        if isinstance(doc.get("run_id"), str):
+            taken.append(doc["run_id"])
+    await collection.insert_one(good)
+    return taken
+
+
+async def _listed_once_good(gql: Any, good: Document) -> None:
+    async def listed() -> bool:
+        body = await gql(ONE, {"id": good["run_id"]})
+        return bool((body.get("data") or {}).get("agentRun"))
+
+    await eventually(listed, within=15)
+
+
+@given(damage=st.lists(st.tuples(st.sampled_from(READ), JSON), min_size=1, max_size=6))
+@hypothesis_settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+async def test_damaged_documents_break_no_list_through_the_change_stream_and_a_reconcile(
+    snapshots, settings, damage
+) -> None:
+    """Each example on fresh databases: the damaged documents and a well-formed one
+    written while a server follows, then a server that starts on them (a first
+    reconcile)."""
+    mongo = snapshots.database.client
+    for phase in ("followed", "reconciled"):
+        name = f"p_{uuid.uuid4().hex[:10]}"
+        docs = [_put(suspended_doc(f"d{i}"), path, value) for i, (path, value) in enumerate(damage)]
+        good = suspended_doc("good")
+        collection = mongo[name][SNAPSHOTS_COLLECTION]
+        try:
+            if phase == "reconciled":
+                ids = await _write(collection, docs, good)
+            async with running_app(settings.model_copy(update={"mongodb_db": name})) as client:
+                gql = make_gql(client)
+                if phase == "followed":
+                    ids = await _write(collection, docs, good)
+                await _listed_once_good(gql, good)
+                assert "good" in await _every_shape_answers(gql, ids)
+        finally:
+            await mongo.drop_database(name)
