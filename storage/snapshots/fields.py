@@ -86,27 +86,23 @@ def json_safe(value: Any, where: str, problems: list[str]) -> Any:
     a key that is not a string, or nesting past `MOST_DEPTH` as null with a problem."""
     try:
         return _safe(value, 0)
-    except _Unsafe as exc:
+    except ValueError as exc:  # raised by _safe alone: what JSON cannot carry
         problems.append(f"{where}: {exc}, read as null")
         return None
 
 
-class _Unsafe(Exception):
-    pass
-
-
 def _safe(value: Any, depth: int) -> Any:
     if depth > MOST_DEPTH:
-        raise _Unsafe(f"nested deeper than {MOST_DEPTH}")
+        raise ValueError(f"nested deeper than {MOST_DEPTH}")
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise _Unsafe("a number JSON cannot hold")
+            raise ValueError("a number JSON cannot hold")
         return value
     if isinstance(value, dict):
         if not all(isinstance(key, str) for key in value):
-            raise _Unsafe("an object with keys that are not strings")
+            raise ValueError("an object with keys that are not strings")
         return {key: _safe(item, depth + 1) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [_safe(item, depth + 1) for item in value]
@@ -118,7 +114,7 @@ def _safe(value: Any, depth: int) -> Any:
         return base64.b64encode(value).decode()
     if isinstance(value, Regex):
         return value.pattern
-    raise _Unsafe(f"a {type(value).__name__}, which JSON cannot carry")
+    raise ValueError(f"a {type(value).__name__}, which JSON cannot carry")
 
 
 def _kind(value: Any) -> str:

@@ -405,7 +405,7 @@ async def test_a_token_that_does_not_resume_catches_up_from_the_high_water_mark(
     catch_ups = _counting(monkeypatch, Reconciler, "catch_up")
     gql = make_gql(await start_app(streamed))
     assert (len(reconciles), len(catch_ups)) == (0, 1)
-    assert await _by_updated_at(snapshots) == ["updatedAt_1"]  # made for the catch-up
+    assert await _by_updated_at(snapshots) == ["suspended_runs_updatedAt"]  # made for the catch-up
     assert await listed(gql, "new") and await listed(gql, "run-1")
     assert await status_of(gql, "run-0") == "ENDED"  # its snapshot went
     assert await status_of(gql, "run-2") == "ENDED"  # its snapshot left the suspended state
@@ -424,7 +424,7 @@ async def test_polling_reads_by_an_updated_at_index_and_makes_none_beside_mastra
     await snapshots.insert_one(suspended_doc("run-0"))
     async with running_app(polled) as client:
         await eventually(lambda: listed(make_gql(client), "run-0"), within=2)
-    assert await _by_updated_at(snapshots) == ["updatedAt_1"]
+    assert await _by_updated_at(snapshots) == ["suspended_runs_updatedAt"]
     await snapshots.drop_indexes()
     await snapshots.create_index([("updatedAt", -1)])  # what Mastra makes where retention is set
     async with running_app(polled) as client:
