@@ -49,3 +49,16 @@ FINISHED = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.ENDED, Ru
 class Runtime(StrEnum):
     PYTHON = "python"
     MASTRA = "mastra"
+
+
+def json_kind(value: Any) -> str:
+    """A stored value's JSON kind ("an object", "a list"), as a run's `problems` name it."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"a {type(value).__name__}"

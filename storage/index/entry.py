@@ -12,7 +12,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from suspended_runs.storage.types import Document, RunStatus, Runtime
+from suspended_runs.storage.types import Document, RunStatus, Runtime, json_kind
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +244,7 @@ def _text(doc: Document, name: str, where: str, problems: list[str]) -> str | No
     value = doc.get(name)
     if value is None or isinstance(value, str):
         return value
-    problems.append(f"{where}{name}: a {type(value).__name__}, not a string")
+    problems.append(f"{where}{name}: {json_kind(value)}, not a string")
     return None
 
 

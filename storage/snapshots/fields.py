@@ -28,6 +28,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from suspended_runs.storage.types import json_kind
+
 MOST_DEPTH = 64
 """JSON values nested deeper than this are read as null: serializing them would recurse
 past what a response may."""
@@ -43,7 +45,7 @@ def _or_null(value: Any, handler: Any, info: ValidationInfo) -> Any:
         if problems is not None:
             where = context.get("where", "")
             problems.append(
-                f"{where}{to_camel(info.field_name or '')}: {_kind(value)}, not a string"
+                f"{where}{to_camel(info.field_name or '')}: {json_kind(value)}, not a string"
             )
         return None
 
@@ -115,16 +117,3 @@ def _safe(value: Any, depth: int) -> Any:
     if isinstance(value, Regex):
         return value.pattern
     raise ValueError(f"a {type(value).__name__}, which JSON cannot carry")
-
-
-def _kind(value: Any) -> str:
-    """A value's JSON kind, as a problem names it."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, (list, tuple)):
-        return "a list"
-    return f"a {type(value).__name__}"

@@ -74,20 +74,26 @@ def _deep(levels: int) -> Any:
     return value
 
 
+async def _once_listed(gql: Any, total: int) -> dict[str, Any]:
+    """`LIST`'s answer once it counts `total` runs; it carries no errors."""
+
+    async def listed() -> bool:
+        body = await gql(LIST)
+        return bool(body.get("data") and body["data"]["suspendedRuns"]["total"] == total)
+
+    await eventually(listed, within=5)
+    body: dict[str, Any] = await gql(LIST)
+    assert "errors" not in body, body
+    return body
+
+
 @pytest.mark.parametrize("damage", list(DAMAGE), ids=list(DAMAGE))
 async def test_a_wrongly_typed_field_is_read_as_null_and_named(snapshots, gql, damage) -> None:
     spoil, field = DAMAGE[damage]
     bad = suspended_doc("bad-run")
     spoil(bad)
     await snapshots.insert_many([bad, suspended_doc("good-run")])
-
-    async def both_listed() -> bool:
-        body = await gql(LIST)
-        return bool(body.get("data") and body["data"]["suspendedRuns"]["total"] == 2)
-
-    await eventually(both_listed, within=5)
-    body = await gql(LIST)
-    assert "errors" not in body, body
+    body = await _once_listed(gql, 2)
     runs = {run["runId"]: run for run in body["data"]["suspendedRuns"]["runs"]}
     assert runs["good-run"]["problems"] == []
     if field is None:  # a BSON type JSON has no place for: its usual JSON form
@@ -162,14 +168,7 @@ async def test_structural_damage_leaves_the_document_out_and_counts_it(
     bad = suspended_doc("broken-run")
     spoil(bad)
     await snapshots.insert_many([bad, suspended_doc("good-run")])
-
-    async def good_listed() -> bool:
-        body = await gql(LIST)
-        return bool(body.get("data") and body["data"]["suspendedRuns"]["total"] == 1)
-
-    await eventually(good_listed, within=5)
-    body = await gql(LIST)
-    assert "errors" not in body
+    body = await _once_listed(gql, 1)
     assert [r["runId"] for r in body["data"]["suspendedRuns"]["runs"]] == ["good-run"]
     metrics = (await client.get("/metrics")).text
     [line] = [
