@@ -582,6 +582,9 @@ def churn_main(args: argparse.Namespace) -> int:
                 listed = churn.total(client)
         finally:
             restarted.stop()
+        _say("a restart with nothing changed")
+        unchanged = serve(mongo.uri, db, log)
+        unchanged.stop()
     rows = [
         ("database inserts/s (one document at a time, nothing following)", f"{taken:,.0f}"),
         (f"follower changes/s (a burst of {args.churn_burst:,})", f"{applied:,.0f}"),
@@ -594,6 +597,7 @@ def churn_main(args: argparse.Namespace) -> int:
             "lists right when ready",
             "yes" if listed == before + down else f"no ({listed:,} of {before + down:,})",
         ),
+        ("a restart with nothing changed: ready after", f"{unchanged.ready_s:.1f} s"),
     ]
     print_churn(args, rows, steady)
     return 0
