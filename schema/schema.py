@@ -11,15 +11,14 @@ from strawberry.extensions import (
     DisableIntrospection,
     MaxAliasesLimiter,
     MaxTokensLimiter,
-    ParserCache,
     QueryDepthLimiter,
-    ValidationCache,
 )
 from strawberry.schema.config import StrawberryConfig
 from strawberry.types import ExecutionContext
 
 from suspended_runs.schema.mutation import Mutation
 from suspended_runs.schema.query import Query
+from suspended_runs.schema.query_cache import DEFAULT_BYTES, CachedDocuments, QueryCache
 from suspended_runs.schema.scalars import SCALAR_MAP
 
 
@@ -28,10 +27,15 @@ class Limits:
     max_depth: int = 10
     max_tokens: int = 2000
     max_aliases: int = 30
-    cache_size: int = 256
+    cache_bytes: int = DEFAULT_BYTES
+    cache_size: int | None = None
+    """The deprecated QUERY_CACHE_SIZE: at most this many documents as well."""
 
 
 class Schema(strawberry.Schema):
+    query_cache: QueryCache
+    max_tokens: int
+
     def process_errors(
         self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None
     ) -> None:
@@ -40,22 +44,24 @@ class Schema(strawberry.Schema):
 
 def build_schema(limits: Limits | None = None, *, introspection: bool = True) -> Schema:
     limits = limits or Limits()
+    cache = QueryCache(limits.cache_bytes, limits.cache_size)
     # Factories, not instances: an extension instance is per request (no state leaks).
     extensions: list[Any] = [
         lambda: QueryDepthLimiter(max_depth=limits.max_depth),
         lambda: MaxTokensLimiter(max_token_count=limits.max_tokens),
         lambda: MaxAliasesLimiter(max_alias_count=limits.max_aliases),
-        lambda: ParserCache(maxsize=limits.cache_size),
-        lambda: ValidationCache(maxsize=limits.cache_size),
+        lambda: CachedDocuments(cache),
     ]
     if not introspection:
         extensions.append(DisableIntrospection)
-    return Schema(
+    built = Schema(
         query=Query,
         mutation=Mutation,
         extensions=extensions,
         config=StrawberryConfig(scalar_map=SCALAR_MAP),
     )
+    built.query_cache, built.max_tokens = cache, limits.max_tokens
+    return built
 
 
 schema = build_schema()
