@@ -5,7 +5,8 @@ renews while it works; a twin waits for the answer, takes the key over when the 
 out (its holder died), and after a while answers `DecisionInProgress`. An answer that
 applied nothing (InvalidResumeData, Forbidden, ExecutorUnavailable: the decision
 certainly never reached the runtime) is not kept, so a retry under the key may succeed.
-A kept answer that shows a run is answered with the run as it is now, not as it was.
+A kept answer that shows a run is answered with the run as it is now, not as it was, and
+only to a caller who may still see it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ from typing import Any
 
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.errors import BadUserInput
-from suspended_runs.resolvers.outcomes import APPLIED_NOTHING, DecisionInProgress, decode, encode
+from suspended_runs.resolvers.outcomes import (
+    APPLIED_NOTHING,
+    DecisionInProgress,
+    RunNotFound,
+    decode,
+    encode,
+)
 
 _TWIN_WAIT = 20.0
 """Seconds a twin waits for the first answer (at most one claim lease), up to three times,
@@ -64,18 +71,23 @@ async def _earlier_answer(context: Context, key: str, fingerprint: str, run_id: 
         wait = min(_TWIN_WAIT, claims.lease.total_seconds())
         answer = use.answer or await log.wait_for_answer(key, wait)
         if answer is not None:
-            return await _as_now(context, decode(answer))
+            return await _as_now(context, decode(answer), run_id)
     return DecisionInProgress(
         run_id, "a request with this idempotencyKey is still being answered: ask again later"
     )
 
 
-async def _as_now(context: Context, outcome: Any) -> Any:
-    """A kept answer, with the run it shows as it is now."""
+async def _as_now(context: Context, outcome: Any, run_id: str) -> Any:
+    """A kept answer, with the run it shows as it is now; for a caller who may no longer
+    see the run (a narrower scope since), the answer to a run that does not exist."""
+    current = await context.storage.runs.get(run_id)
+    if current is None or not context.principal.scope.allows(current):
+        return RunNotFound(run_id, f"no run {run_id}")
     run = getattr(outcome, "run", None)
     if run is None:
         return outcome
-    current = await context.storage.runs.get(run.run_id)
+    if run.run_id != run_id:
+        current = await context.storage.runs.get(run.run_id)
     return type(outcome)(**{**_fields(outcome), "run": current or run})
 
 

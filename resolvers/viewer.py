@@ -16,7 +16,7 @@ from suspended_runs.resolvers.context import Context
 class Caller:
     subject: str
     """The name decisions are recorded under: `key:<name>`, `jwt:<sub>`, or on an open
-    server the actor header's name (else `anonymous`)."""
+    server `anonymous:<the actor header's name>` (else `anonymous`)."""
     role: Role | None
     authenticated: bool
     """False on an open server (no API keys and no JWT configured)."""

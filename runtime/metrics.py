@@ -113,21 +113,29 @@ COUNTS_IN_MEMORY = Gauge(
 
 _STORED = [s for s in RunStatus if s is not RunStatus.STALLED]
 _OPERATION_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
-_MOST_OPERATIONS = 200
-_operations: set[str] = set()
 
 
-def operation_label(name: str | None) -> str:
-    """A bounded label for a client's operation name: the name, "anonymous", or "other"
-    (past `_MOST_OPERATIONS` distinct names, or one that is not a GraphQL name)."""
-    if not name:
-        return "anonymous"
-    if name in _operations:
+class OperationLabels:
+    """Bounded labels for clients' operation names: a name becomes a label once an
+    operation of that name was executed without errors by a caller with a role, and only
+    the first `most` such names do (METRICS_MAX_OPERATIONS); the rest are "other", so
+    no caller can fill /metrics with names of its own choosing."""
+
+    def __init__(self, most: int = 200) -> None:
+        self.most = most
+        self._known: set[str] = set()
+
+    def label(self, name: object, *, executed: bool) -> str:
+        if name is None or name == "":
+            return "anonymous"
+        if not isinstance(name, str):
+            return "other"
+        if name in self._known:
+            return name
+        if not executed or len(self._known) >= self.most or not _OPERATION_NAME.fullmatch(name):
+            return "other"
+        self._known.add(name)
         return name
-    if not _OPERATION_NAME.fullmatch(name) or len(_operations) >= _MOST_OPERATIONS:
-        return "other"
-    _operations.add(name)
-    return name
 
 
 async def refresh(storage: Storage) -> None:

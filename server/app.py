@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 import os
 import socket
@@ -16,7 +15,8 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
-from graphql import GraphQLError, OperationDefinitionNode, parse
+from cross_web import HTTPException
+from graphql import GraphQLError, OperationDefinitionNode
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -39,12 +39,13 @@ from suspended_runs.runtime import (
     Runtimes,
     load_agents,
 )
-from suspended_runs.runtime.metrics import REQUEST_SECONDS, operation_label
-from suspended_runs.schema import build_schema, classify
+from suspended_runs.runtime.metrics import REQUEST_SECONDS, OperationLabels
+from suspended_runs.schema import Schema, build_schema, classify
 from suspended_runs.server import inbox
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
 from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
+from suspended_runs.server.json_body import decode_json_object
 from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
 from suspended_runs.server.metrics import metrics_app
 from suspended_runs.server.settings import Settings
@@ -60,15 +61,20 @@ _DRAIN_SECONDS = 30.0
 
 
 class GraphQLApp(GraphQL[Context, None]):
-    def __init__(self, *args: Any, actor_header: str, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, actor_header: str, operations: OperationLabels, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self.actor_header = actor_header
+        self.actor_header, self.operations = actor_header, operations
 
     async def get_context(self, request: Any, response: Any) -> Context:
         principal: Principal = request.state.principal
         actor = principal.subject
-        if not principal.authenticated:  # an open server: the caller may name themselves
-            actor = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
+        if not principal.authenticated:
+            # An open server: the caller may name themselves, as a name no key or token
+            # subject (`key:`, `jwt:`) can be mistaken for.
+            named = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
+            actor = f"anonymous:{named}" if named else "anonymous"
         return Context(
             storage=request.app.state.storage,
             runtimes=request.app.state.runtimes,
@@ -79,27 +85,34 @@ class GraphQLApp(GraphQL[Context, None]):
         )
 
     def decode_json(self, data: str | bytes) -> object:
-        """A request body is a JSON object; anything else is a bad request (400), which
-        Strawberry would otherwise answer with a 500 (non-UTF-8 bytes, a bare number)."""
-        try:
-            value = json.loads(data)
-        except UnicodeDecodeError:
-            raise json.JSONDecodeError("the request body is not UTF-8", "", 0) from None
-        if not isinstance(value, dict):
-            raise json.JSONDecodeError("the request body is not a JSON object", "", 0)
-        return value
+        """A request body (or GET `variables`) is a JSON object no deeper than
+        `MAX_JSON_DEPTH`; anything else is a bad request (400), which Strawberry would
+        otherwise answer with a 500 (non-UTF-8 bytes, a bare number, deep nesting)."""
+        return decode_json_object(data)
+
+    async def parse_http_body(self, request: Any) -> Any:
+        """Strawberry checks the types of `query`, `variables` and `extensions`, not
+        `operationName`: a list or an object there would reach execution."""
+        data = await super().parse_http_body(request)
+        for item in data if isinstance(data, list) else [data]:
+            if not isinstance(item.operation_name, str | None):
+                raise HTTPException(400, "operationName must be a string or null")
+        return data
 
     async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
         """One operation, timed by its name (runtime/metrics.py)."""
-        started = time.perf_counter()
+        started, result = time.perf_counter(), None
         try:
-            return await super().execute_single(*args, **kwargs)
+            result = await super().execute_single(*args, **kwargs)
+            return result
         finally:
-            data = kwargs.get("request_data")
-            name = getattr(data, "operation_name", None) or _named(getattr(data, "query", None))
-            REQUEST_SECONDS.labels(operation=operation_label(name)).observe(
-                time.perf_counter() - started
-            )
+            data, context = kwargs.get("request_data"), kwargs.get("context")
+            query = getattr(data, "query", None)
+            name = getattr(data, "operation_name", None) or self._named(query)
+            role = getattr(getattr(context, "principal", None), "role", None)
+            executed = isinstance(result, ExecutionResult) and not result.errors
+            label = self.operations.label(name, executed=executed and role is not None)
+            REQUEST_SECONDS.labels(operation=label).observe(time.perf_counter() - started)
 
     async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
         if result.errors:
@@ -107,17 +120,18 @@ class GraphQLApp(GraphQL[Context, None]):
             result.errors = [classify(error, request_id=request_id) for error in result.errors]
         return await super().process_result(request, result)
 
-
-@functools.lru_cache(maxsize=512)
-def _named(query: str | None) -> str | None:
-    """The name of a document's one operation (what a client that sends no operationName
-    runs), for the request metrics; None for an anonymous one or a document that fails."""
-    try:
-        document = parse(query or "")
-    except GraphQLError:
-        return None
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    return operations[0].name.value if len(operations) == 1 and operations[0].name else None
+    def _named(self, query: str | None) -> str | None:
+        """The name of a document's one operation (what a client that sends no
+        operationName runs), for the request metrics; None for an anonymous one or a
+        document that fails."""
+        schema = self.schema
+        assert isinstance(schema, Schema)
+        try:
+            document = schema.query_cache.document(query or "", schema.max_tokens)
+        except GraphQLError:
+            return None
+        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        return operations[0].name.value if len(operations) == 1 and operations[0].name else None
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -128,12 +142,15 @@ def create_app(settings: Settings) -> Starlette:
         )
     agents = load_agents(settings.agents)
     authenticator = _authenticator(settings)
+    _warn_of_deprecated(settings)
     ide = settings.graphiql and not settings.production
+    schema = build_schema(settings.limits, introspection=not settings.production)
     graphql = GraphQLApp(
-        build_schema(settings.limits, introspection=not settings.production),
+        schema,
         graphql_ide="graphiql" if ide else None,
         allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
         actor_header=settings.actor_header,
+        operations=OperationLabels(settings.metrics_max_operations),
     )
     return Starlette(
         routes=[
@@ -141,7 +158,7 @@ def create_app(settings: Settings) -> Starlette:
                 "/graphql",
                 PrivateAnswers(
                     AuthGate(
-                        ConditionalGets(graphql, deployment=",".join(sorted(agents))),
+                        ConditionalGets(graphql, schema, deployment=",".join(sorted(agents))),
                         authenticator,
                         ide=ide,
                     )
@@ -156,6 +173,14 @@ def create_app(settings: Settings) -> Starlette:
         middleware=_middleware(settings),
         lifespan=functools.partial(_lifespan, settings=settings, agents=agents),
     )
+
+
+def _warn_of_deprecated(settings: Settings) -> None:
+    if settings.query_cache_size is not None:
+        log.warning(
+            "QUERY_CACHE_SIZE is deprecated: set QUERY_CACHE_BYTES, the bytes the query "
+            "caches may hold (QUERY_CACHE_SIZE still bounds their entries as well)"
+        )
 
 
 def _authenticator(settings: Settings) -> Authenticator:

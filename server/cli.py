@@ -160,6 +160,7 @@ def _serve_until_stopped(settings: Settings) -> None:
     import uvicorn
 
     from suspended_runs.server.app import create_app
+    from suspended_runs.server.http_protocol import with_header_timeout
 
     with _database(settings, reuse_running=False) as settings:
         assert settings.mongodb_uri is not None
@@ -175,6 +176,7 @@ def _serve_until_stopped(settings: Settings) -> None:
             port=settings.port,
             log_config=None,
             access_log=False,
+            http=with_header_timeout(settings.header_timeout_seconds),
         )
 
 

@@ -1,14 +1,18 @@
 """Conditional polls: a GET of a query over the run index carries an `ETag`, and a repeat
-with `If-None-Match` answers 304 without executing the operation while nothing the caller
-may see has changed.
+with `If-None-Match` answers 304 while nothing the caller may see has changed.
 
-The tag is a hash of the operation, its variables, the caller (subject, role and scope),
-what this deployment serves (its registered agents) and the run index's version. The
-version lives in the database and is new after every write to the index, by any instance
-or by the follower applying Mastra's changes (storage/index/run_index.py), and when time alone
-changes an answer (a lease running out, a finished entry deleted at the end of its
-retention); so a tag from one instance is checked by another, and goes stale within the
-follower's latency.
+The tag is a hash of the answer itself, with the operation, its variables, the caller
+(subject, role and scope) and what this deployment serves (its registered agents): it
+changes only when that caller's answer changes, so no caller learns from its tags that
+another tenant wrote. Any instance answering the same request computes the same tag.
+
+Executing the operation to learn whether its answer changed is what a 304 saves, so an
+instance remembers, for each request it tagged (`REMEMBERED`), the tag and the run
+index's version it was computed at: while the version is the same (the database holds
+it, and it is new after every write to the index by any instance or by the follower, and
+when time alone changes an answer), a repeat is answered 304 without executing. After a
+write anywhere, the next poll of each request executes once and is 304 again when its
+answer did not change (docs/operating.md, "Conditional polls", has both rates).
 
 Only operations whose every root field reads the run index alone are tagged
 (`CACHEABLE_FIELDS`); anything else (mutations, the decision log, introspection) is
@@ -17,10 +21,10 @@ executed as always. An answer is tagged only when it is a 200 without `errors`.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
+from collections import OrderedDict
 
 from graphql import (
     DocumentNode,
@@ -32,7 +36,6 @@ from graphql import (
     OperationDefinitionNode,
     OperationType,
     SelectionSetNode,
-    parse,
 )
 from pymongo.errors import PyMongoError
 from starlette.datastructures import Headers, MutableHeaders, QueryParams
@@ -40,13 +43,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from suspended_runs.resolvers import Principal
 from suspended_runs.runtime.metrics import NOT_MODIFIED
+from suspended_runs.schema import Schema
 from suspended_runs.storage import Storage
 
 log = logging.getLogger(__name__)
 
+REMEMBERED = 10_000
+"""Requests whose last tag an instance remembers (a few hundred bytes each)."""
 CACHEABLE_FIELDS = frozenset({"suspendedRuns", "runs", "agentRun", "agents", "__typename"})
 """Root fields whose answer is a function of the run index, the caller and the deployment."""
-_PARSED_KEPT = 512
 VERSION_AGE = 0.1
 """Seconds a version read serves later tags (one read per poll would bound the rate of
 answers `304 Not Modified`)."""
@@ -56,31 +61,34 @@ class ConditionalGets:
     """ETag / If-None-Match for GET queries (inside the authentication gate: the caller is
     known). `deployment` names what else an answer depends on (the registered agents)."""
 
-    def __init__(self, app: ASGIApp, *, deployment: str) -> None:
-        self.app = app
+    def __init__(self, app: ASGIApp, schema: Schema, *, deployment: str) -> None:
+        self.app, self.schema = app, schema
         self.deployment = deployment
+        self._tagged: OrderedDict[str, tuple[str, object]] = OrderedDict()
+        """Request key -> (the tag of its last answer, the version it was computed at)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        tag = await self._tag(scope) if scope["type"] == "http" else None
-        if tag is None:
+        asked = await self._asked(scope) if scope["type"] == "http" else None
+        if asked is None:
             await self.app(scope, receive, send)
             return
-        if tag in _tags(Headers(scope=scope).get("if-none-match", "")):
-            NOT_MODIFIED.inc()
-            await send(
-                {"type": "http.response.start", "status": 304, "headers": [(b"etag", tag.encode())]}
-            )
-            await send({"type": "http.response.body", "body": b""})
+        key, version = asked
+        given = _tags(Headers(scope=scope).get("if-none-match", ""))
+        known = self._tagged.get(key)
+        if known is not None and known[1] == version and known[0] in given:
+            self._tagged.move_to_end(key)
+            await _not_modified(send, known[0])
             return
-        await self.app(scope, receive, _tagging(send, tag))
+        await self.app(scope, receive, self._tagging(send, key, version, given))
 
-    async def _tag(self, scope: Scope) -> str | None:
-        """The tag of this request's answer, or None when it is not one to tag."""
+    async def _asked(self, scope: Scope) -> tuple[str, object] | None:
+        """This request's key (what its answer depends on besides the index) and the
+        index's version, or None when it is not one to tag."""
         if scope["method"] != "GET":
             return None
         params = QueryParams(scope.get("query_string", b""))
         query = params.get("query")
-        if not query or not cacheable(query, params.get("operationName")):
+        if not query or not self._cacheable(query, params.get("operationName")):
             return None
         storage: Storage = scope["app"].state.storage
         try:
@@ -88,32 +96,59 @@ class ConditionalGets:
         except PyMongoError:
             return None  # the operation answers (or reports) the outage itself
         caller = _caller(scope.get("state", {}).get("principal"))
-        parts = [self.deployment, caller, query, params.get("variables") or "", str(version.token)]
+        parts = [self.deployment, caller, query, params.get("variables") or ""]
         parts.append(params.get("operationName") or "")
-        digest = hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
-        return f'"{digest}"'
+        return _digest(json.dumps(parts).encode()), version.token
+
+    def _cacheable(self, query: str, operation_name: str | None) -> bool:
+        try:
+            document = self.schema.query_cache.document(query, self.schema.max_tokens)
+        except GraphQLError:
+            return False
+        return cacheable(document, operation_name)
+
+    def _tagging(self, send: Send, key: str, version: object, given: set[str]) -> Send:
+        """`send`, holding the start of the answer until its body shows whether to tag
+        it (a 200 without `errors`: an error may pass, its answer must be asked again),
+        and answering 304 in its place when the tag is one the client holds."""
+        start: Message | None = None
+
+        async def tagged_send(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if start is not None:
+                whole = not message.get("more_body", False)
+                body = message.get("body", b"")
+                if start["status"] == 200 and whole and b'"errors"' not in body:
+                    tag = f'"{_digest(key.encode() + body)}"'
+                    self._remember(key, tag, version)
+                    if tag in given:
+                        await _not_modified(send, tag)
+                        return
+                    MutableHeaders(scope=start)["ETag"] = tag
+                await send(start)
+                start = None
+            await send(message)
+
+        return tagged_send
+
+    def _remember(self, key: str, tag: str, version: object) -> None:
+        self._tagged[key] = (tag, version)
+        self._tagged.move_to_end(key)
+        while len(self._tagged) > REMEMBERED:
+            self._tagged.popitem(last=False)
 
 
-def _tagging(send: Send, tag: str) -> Send:
-    """`send`, holding the start of the answer until its body shows whether to tag it: a 200
-    without `errors` (an error may pass; its answer must be asked again)."""
-    start: Message | None = None
+async def _not_modified(send: Send, tag: str) -> None:
+    NOT_MODIFIED.inc()
+    await send({"type": "http.response.start", "status": 304, "headers": [(b"etag", tag.encode())]})
+    await send({"type": "http.response.body", "body": b""})
 
-    async def tagged_send(message: Message) -> None:
-        nonlocal start
-        if message["type"] == "http.response.start":
-            start = message
-            return
-        if start is not None:
-            whole = not message.get("more_body", False)
-            body = message.get("body", b"")
-            if start["status"] == 200 and whole and b'"errors"' not in body:
-                MutableHeaders(scope=start)["ETag"] = tag
-            await send(start)
-            start = None
-        await send(message)
 
-    return tagged_send
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def _caller(principal: Principal | None) -> list[object]:
@@ -134,13 +169,8 @@ def _tags(header: str) -> set[str]:
     return {part.strip().removeprefix("W/") for part in header.split(",") if part.strip()}
 
 
-@functools.lru_cache(maxsize=_PARSED_KEPT)
-def cacheable(query: str, operation_name: str | None) -> bool:
+def cacheable(document: DocumentNode, operation_name: str | None) -> bool:
     """Whether the operation is a query whose every root field is in `CACHEABLE_FIELDS`."""
-    try:
-        document = parse(query)
-    except GraphQLError:
-        return False
     operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
     chosen = [o for o in operations if operation_name is None or _named(o, operation_name)]
     if len(chosen) != 1 or chosen[0].operation is not OperationType.QUERY:

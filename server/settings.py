@@ -7,7 +7,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from suspended_runs.resolvers import DecisionPolicy, RequestLimits
@@ -16,6 +23,7 @@ from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
 from suspended_runs.storage import FollowMode
 
+_HS256_BYTES = 32
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 """The Host names served by default when serving on a loopback address."""
 
@@ -43,8 +51,16 @@ class Settings(BaseSettings):
     max_query_depth: int = Field(10, ge=1)
     max_query_tokens: int = Field(2000, ge=1)
     max_query_aliases: int = Field(30, ge=0)
-    query_cache_size: int = Field(256, ge=1)
+    query_cache_bytes: int = Field(
+        16 * 1024 * 1024, ge=0, description="Of parsed and validated documents, in all."
+    )
+    query_cache_size: int | None = Field(
+        None, ge=1, description="Deprecated (QUERY_CACHE_BYTES): at most this many documents."
+    )
     graphiql: bool = True
+    metrics_max_operations: int = Field(
+        200, ge=0, description="Operation names labelled in /metrics; the rest are other."
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "INFO"
     agents: str = Field(
         "suspended_runs.runtime.demo:agents",
@@ -71,7 +87,7 @@ class Settings(BaseSettings):
         description="JSON: agent id -> seconds, over DECISION_TIMEOUT_SECONDS.",
     )
     bulk_decisions_max: int = Field(100, ge=1, le=1000)
-    max_rows_per_request: int = Field(2000, ge=1, description="Aliases x page size, in all.")
+    max_rows_per_request: int = Field(2000, ge=1, description="Rows read per request, in all.")
     max_mutations_per_request: int = Field(10, ge=1)
     max_text_bytes: int = Field(8192, ge=1, description="Of a reason or a prompt.")
     max_json_bytes: int = Field(65536, ge=1, description="Of resumeData or editedArgs.")
@@ -85,6 +101,9 @@ class Settings(BaseSettings):
         "", description="Comma-separated Host names served (*.example.com, * for any)."
     )
     max_request_bytes: int = Field(1_048_576, ge=1024)
+    header_timeout_seconds: float = Field(
+        10.0, gt=0, description="A request's headers must arrive within this (else 408)."
+    )
     api_keys_file: Path | None = None
     jwt_secret: SecretStr | None = Field(None, description="HS256 shared secret.")
     jwt_public_key: str | None = Field(None, description="RS256 public key (PEM).")
@@ -122,6 +141,16 @@ class Settings(BaseSettings):
     def _host_patterns(cls, value: str) -> str:
         for pattern in _split(value):
             _host_pattern(pattern)
+        return value
+
+    @field_validator("jwt_secret")
+    @classmethod
+    def _strong_in_production(cls, value: SecretStr | None, info: ValidationInfo) -> object:
+        # RFC 7518 (3.2): an HS256 key is at least as long as its hash, 32 bytes; a short
+        # one can be guessed offline from any one token.
+        short = value is not None and len(value.get_secret_value().encode()) < _HS256_BYTES
+        if short and info.data.get("env") == "production":
+            raise ValueError(f"an HS256 secret needs at least {_HS256_BYTES} bytes in production")
         return value
 
     @field_validator("jwt_jwks_url")
@@ -216,6 +245,7 @@ class Settings(BaseSettings):
             max_depth=self.max_query_depth,
             max_tokens=self.max_query_tokens,
             max_aliases=self.max_query_aliases,
+            cache_bytes=self.query_cache_bytes,
             cache_size=self.query_cache_size,
         )
 

@@ -22,6 +22,7 @@ from bson import json_util
 
 from suspended_runs.server import Settings, create_app
 from suspended_runs.server.embedded_mongodb import free_port
+from suspended_runs.server.http_protocol import with_header_timeout
 from suspended_runs.storage import Document
 
 ROOT = Path(__file__).parent.parent
@@ -272,6 +273,7 @@ class ThreadedServer:
             port=free_port(),
             log_config=None,
             access_log=False,
+            http=with_header_timeout(settings.header_timeout_seconds),
         )
         self.server = uvicorn.Server(config)
         self.url = f"http://127.0.0.1:{config.port}"

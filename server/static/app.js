@@ -4,7 +4,7 @@
 import * as actions from "./actions.js";
 import * as api from "./api.js";
 import { ago, until } from "./answers.js";
-import { $, $$, h } from "./dom.js";
+import { $, $$, h, setText } from "./dom.js";
 import { readFilters, variables, writeFilters } from "./filters.js";
 import { clearCards, renderList, showAgents } from "./list.js";
 import { VIEWER, runsQuery, waitingQuery } from "./queries.js";
@@ -45,7 +45,7 @@ function askCredentials(why) {
   $("#main").hidden = true;
   $("#who").hidden = true;
   $("#sign-in").hidden = false;
-  $("#sign-in-why").textContent = why;
+  setText($("#sign-in-why"), why);
   $("#credential").focus();
 }
 
@@ -62,7 +62,7 @@ function showWho() {
   let text = "Signed in";
   if (!state.authenticated) text = "Open server: no credentials needed, everyone is an anonymous admin";
   else if (state.roleKnown) text = `Signed in as ${state.subject} (${role})`;
-  $("#who-text").textContent = text;
+  setText($("#who-text"), text);
   $("#sign-out").hidden = !api.credentials();
   $("#who").hidden = false;
 }
@@ -170,7 +170,7 @@ function schedule() {
 }
 
 function problem(text) {
-  $("#problem").textContent = text;
+  setText($("#problem"), text);
 }
 
 /** Every second: "updated 5 s ago", and each run's age. */

@@ -240,7 +240,7 @@ async def test_every_decision_is_audited_with_who_when_what_why_and_key(client) 
         ("DECLINE", "AlreadyDecided", approval),
         ("RESUME", "RunDecided", question),
     ]
-    assert {r["decidedBy"] for r in log} == {"alice@example.com"}
+    assert {r["decidedBy"] for r in log} == {"anonymous:alice@example.com"}
     assert (log[0]["reason"], log[0]["idempotencyKey"]) == ("no", "a-1")
     assert log[2]["resumeData"] == {"name": "Rome"}
     anonymous = await act(make_gql(client), APPROVE, runId="nope")

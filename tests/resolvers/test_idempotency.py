@@ -4,11 +4,14 @@ a replay shows the run as it is now; keys and audit records expire."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from suspended_runs.resolvers import DecisionRequest
+from suspended_runs.server.auth import API_KEY_HEADER, new_api_key
 from suspended_runs.storage import Action
-from tests.helpers import APPROVE, act, eventually, has_status, make_gql, start_run
+from tests.helpers import APPROVE, DECLINE, act, eventually, has_status, make_gql, start_run
 
 SLOW = {"agents": "tests.slow_agents:agents"}
 
@@ -92,3 +95,28 @@ async def test_keys_and_audit_records_expire_after_the_retention(settings, start
         assert doc["expiresAt"] - start == timedelta(days=2)
     indexes = await db["suspended_runs_decisions"].index_information()
     assert any(i.get("expireAfterSeconds") == 0 for i in indexes.values())
+
+
+def _keys_file(path: Path, key_digest: str, **scope: object) -> Path:
+    path.write_text(json.dumps([{"name": "ops", "role": "admin", "sha256": key_digest, **scope}]))
+    return path
+
+
+async def test_a_replay_after_the_callers_scope_was_narrowed_answers_as_no_run(
+    settings, start_app, tmp_path: Path
+) -> None:
+    key, digest = new_api_key()
+    headers = {API_KEY_HEADER: key}
+    wide = _keys_file(tmp_path / "wide.json", digest, scope="all")
+    before = make_gql(await start_app(settings.model_copy(update={"api_keys_file": wide})), headers)
+    run_id = (await start_run(before, "file-cleaner", resourceId="tenant-a"))["runId"]
+    first = await act(before, DECLINE, runId=run_id, idempotencyKey="once-1")
+    assert first["__typename"] == "RunDecided"
+    narrow = _keys_file(tmp_path / "narrow.json", digest, resourceIds=["tenant-b"])
+    after = make_gql(
+        await start_app(settings.model_copy(update={"api_keys_file": narrow})), headers
+    )
+    replay = await act(after, DECLINE, runId=run_id, idempotencyKey="once-1")
+    assert replay == {"__typename": "RunNotFound", "message": f"no run {run_id}"}
+    again = await act(before, DECLINE, runId=run_id, idempotencyKey="once-1")
+    assert (again["__typename"], again["run"]["runId"]) == ("RunDecided", run_id)

@@ -80,6 +80,8 @@ UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
         ({}, ("--port", "70000"), "PORT"),
         ({"LOG_LEVEL": "VERBOSE"}, (), "LOG_LEVEL"),
         ({"JWT_SECRET": "s" * 32, "JWT_PUBLIC_KEY": "pem"}, (), "JWT_SECRET"),
+        ({"ENV": "production", "JWT_SECRET": "a", "ALLOWED_HOSTS": "x"}, (), "JWT_SECRET"),
+        ({"ENV": "production", "JWT_SECRET": "s" * 31, "ALLOWED_HOSTS": "x"}, (), "JWT_SECRET"),
         ({"AGENTS": "no_such_module:agents"}, (), "AGENTS"),
         ({"API_KEYS_FILE": "/nonexistent/keys.json"}, (), "API_KEYS_FILE"),
         ({"API_KEYS_FILE": "{malformed}"}, (), "API_KEYS_FILE"),

@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 
-from suspended_runs.server.etag import cacheable
+from suspended_runs.schema import build_schema
+from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.storage import RunIndex
 from tests.helpers import APPROVE, act, eventually, make_gql, start_run, suspended_doc
 
@@ -48,6 +49,8 @@ async def test_a_repeated_poll_is_304_until_a_change_through_another_instance(
     assert again.headers["cache-control"] == "private, no-cache"
     assert "Authorization" in again.headers["vary"]
     assert (await poll(other, tag)).status_code == 304  # the other instance agrees
+    assert executed == 1  # by computing the same tag (it had none remembered)
+    executed = 0
     await act(make_gql(other), APPROVE, runId=run_id)  # a decision through the other
     answers: list[httpx.Response] = []
 
@@ -93,6 +96,7 @@ async def test_only_reads_of_the_run_index_are_tagged(settings, start_app) -> No
 
 
 def test_which_operations_are_cacheable() -> None:
+    cacheable = ConditionalGets(LIST, build_schema(), deployment="")._cacheable  # type: ignore[arg-type]
     assert cacheable("{ suspendedRuns { total } agentRun(runId: 1) { runId } }", None)
     assert cacheable("query A { agents { id } } mutation B { x }", "A")
     assert not cacheable("query A { agents { id } } mutation B { x }", "B")
@@ -114,3 +118,33 @@ async def test_a_dashboard_on_another_origin_may_poll_conditionally(settings, st
     assert "if-none-match" in preflight.headers["access-control-allow-headers"].lower()
     answer = await client.get("/graphql", params={"query": LIST}, headers=origin)
     assert "etag" in answer.headers["access-control-expose-headers"].lower()
+
+
+async def test_a_tenants_tag_does_not_change_when_another_tenant_writes(tenants, snapshots) -> None:
+    client, admin = tenants["client"], tenants["admin"]
+    viewer = {"x-api-key": tenants["keys"]["a-viewer"]}
+    query = "{ suspendedRuns { total runs { runId } } }"
+
+    async def poll_as_a(tag: str | None = None) -> httpx.Response:
+        headers = {**viewer, **({"If-None-Match": tag} if tag else {})}
+        answer: httpx.Response = await client.get(
+            "/graphql", params={"query": query}, headers=headers
+        )
+        return answer
+
+    first = await poll_as_a()
+    tag = first.headers["etag"]
+    await snapshots.insert_one(suspended_doc("b-new", resourceId="tenant-b"))
+
+    async def admin_sees(total: int) -> bool:
+        body = (await client.get("/graphql", params={"query": query}, headers=admin)).json()
+        return bool(body["data"]["suspendedRuns"]["total"] == total)
+
+    await eventually(lambda: admin_sees(6), within=2)
+    again = await poll_as_a(tag)
+    assert (again.status_code, again.headers["etag"]) == (304, tag)  # nothing of tenant-a's
+    await snapshots.insert_one(suspended_doc("a-new", resourceId="tenant-a"))
+    await eventually(lambda: admin_sees(7), within=2)
+    changed = await poll_as_a(tag)
+    assert changed.status_code == 200 and changed.headers["etag"] != tag
+    assert "a-new" in changed.text

@@ -586,5 +586,25 @@ def test_the_viewer_of_an_open_server_is_the_named_actor_as_an_admin(mongo_uri: 
     with MongoClient[Any](mongo_uri) as client:
         client.drop_database(name)
     assert response.json() == {
-        "data": {"viewer": {"subject": "ops@example.com", "role": "ADMIN", "authenticated": False}}
+        "data": {
+            "viewer": {
+                "subject": "anonymous:ops@example.com",
+                "role": "ADMIN",
+                "authenticated": False,
+            }
+        }
     }
+
+
+def test_invisible_characters_in_arguments_are_shown_not_rendered(inbox: Inbox) -> None:
+    """A right-to-left override and a zero-width space could make a path read as another;
+    the page shows each as its escape in a marked span."""
+    path = "/tmp/\u202etxt.exe\u200b"
+    run = inbox.start("file-cleaner", f"please delete {path}")
+    page = inbox.open("alice")
+    args = card(page, run["runId"]).locator(".json").first
+    expect(args).to_contain_text("/tmp/\\u202etxt.exe\\u200b")
+    marks = args.locator("span.invisible-char")
+    expect(marks).to_have_text(["\\u202e", "\\u200b"])
+    assert "\u202e" not in args.inner_text() and "\u200b" not in args.inner_text()
+    expect(marks.first).to_have_attribute("title", "an invisible character, U+202E")

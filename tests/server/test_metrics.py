@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from suspended_runs.runtime.metrics import DECISIONS, operation_label
+from suspended_runs.runtime.metrics import DECISIONS, OperationLabels
 from suspended_runs.server import Settings
 from suspended_runs.server.auth import API_KEY_HEADER, new_api_key
 from tests.helpers import APPROVE, act, eventually, listed, make_gql, start_run, suspended_doc
@@ -56,10 +56,16 @@ async def test_metrics_tell_the_index_the_follower_requests_and_decisions(
 
 
 def test_operation_names_are_a_bounded_label() -> None:
-    assert operation_label(None) == "anonymous"
-    assert operation_label("Inbox") == "Inbox"
-    assert operation_label("not a name") == "other"
-    assert operation_label("x" * 65) == "other"
+    labels = OperationLabels(most=2)
+    assert labels.label(None, executed=True) == "anonymous"
+    assert labels.label("Inbox", executed=False) == "other"  # not yet executed well
+    assert labels.label("Inbox", executed=True) == "Inbox"
+    assert labels.label("Inbox", executed=False) == "Inbox"  # a label once known
+    assert labels.label("not a name", executed=True) == "other"
+    assert labels.label("x" * 65, executed=True) == "other"
+    assert labels.label(["Inbox"], executed=True) == "other"
+    assert labels.label("Second", executed=True) == "Second"
+    assert labels.label("Third", executed=True) == "other"  # past `most`
 
 
 async def test_metrics_need_a_viewer_of_all_runs(
@@ -83,3 +89,27 @@ async def test_metrics_need_a_viewer_of_all_runs(
     assert refused.status_code == 403
     assert refused.json()["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     assert (await client.get("/metrics", headers=keys["ops"])).status_code == 200
+
+
+async def test_only_operations_executed_well_by_a_caller_with_a_role_become_labels(
+    tenants,
+) -> None:
+    client, keys = tenants["client"], tenants["keys"]
+    guest, viewer = {API_KEY_HEADER: keys["guest"]}, {API_KEY_HEADER: keys["everything"]}
+    for i in range(20):  # `viewer` needs no role: these execute without errors
+        body = {"query": f"query Junk{i} {{ viewer {{ role }} }}"}
+        assert "errors" not in (await client.post("/graphql", json=body, headers=guest)).json()
+    failing = {"query": "query Failing { agentRun(runId: 1) { nope } }"}
+    await client.post("/graphql", json=failing, headers=viewer)
+    mistaken = {"query": "query Listed { viewer { role } }", "operationName": ["Listed"]}
+    assert (await client.post("/graphql", json=mistaken, headers=viewer)).status_code == 400
+    good = {"query": "query LabelledOnce { suspendedRuns { total } }"}
+    assert "errors" not in (await client.post("/graphql", json=good, headers=viewer)).json()
+    scraped = samples((await client.get("/metrics", headers=viewer)).text)
+    labels = {
+        dict(labels).get("operation")
+        for (name, labels) in scraped
+        if name == "suspended_runs_graphql_request_seconds_count"
+    }
+    assert "LabelledOnce" in labels and "other" in labels
+    assert not {label for label in labels if label and label.startswith(("Junk", "Failing"))}
