@@ -74,9 +74,7 @@ class RunFilter:
     def span(self) -> Span:
         """The filter's bounds on `createdAt` (both inclusive, at millisecond precision)."""
         return Span(
-            after=None
-            if self.from_date is None
-            else _whole_millisecond_ceiling(self.from_date) - _MILLISECOND,
+            after=None if self.from_date is None else _before_ceiling(self.from_date),
             upto=None if self.to_date is None else _whole_millisecond_floor(self.to_date),
         )
 
@@ -90,9 +88,10 @@ class RunFilter:
         if self.has_problems is not None:
             query["hasProblems"] = True if self.has_problems else {"$ne": True}
         created: Document = {}
-        if self.from_date is not None:
+        after = None if self.from_date is None else _before_ceiling(self.from_date)
+        if after is not None:
             # Portable `$gte`: the embedded server scans `$gte` on a descending key as `$gt`.
-            created["$gt"] = _whole_millisecond_ceiling(self.from_date) - _MILLISECOND
+            created["$gt"] = after
         if self.to_date is not None:
             created["$lte"] = self.to_date
         if created:
@@ -164,7 +163,9 @@ class Span:
 
     def below(self, moment: datetime) -> Span:
         """The part of this span before `moment` (stored dates are whole milliseconds)."""
-        top = _whole_millisecond_ceiling(moment) - _MILLISECOND
+        top = _before_ceiling(moment)
+        if top is None:  # nothing is stored before the calendar's first millisecond
+            return Span(_EARLIEST, _EARLIEST)
         return Span(self.after, top if self.upto is None else min(self.upto, top))
 
     def to_query(self) -> Document:
@@ -180,10 +181,20 @@ def _whole_millisecond_floor(moment: datetime) -> datetime:
     return moment - timedelta(microseconds=moment.microsecond % 1000)
 
 
-def _whole_millisecond_ceiling(moment: datetime) -> datetime:
-    """BSON dates are whole milliseconds, so `>= moment` is `>=` its ceiling in them."""
+def _before_ceiling(moment: datetime) -> datetime | None:
+    """The last whole millisecond before `moment`'s ceiling: BSON dates are whole
+    milliseconds, so `>= moment` is `>` this. None at the calendar's first millisecond
+    (every date is `>=` it); past its last whole millisecond, that one (nothing is after).
+    """
+    if moment > _LAST_MILLISECOND:
+        return _LAST_MILLISECOND
     spare = moment.microsecond % 1000
-    return moment + timedelta(microseconds=1000 - spare) if spare else moment
+    ceiling = moment + timedelta(microseconds=1000 - spare) if spare else moment
+    return None if ceiling - _EARLIEST < _MILLISECOND else ceiling - _MILLISECOND
+
+
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+_LAST_MILLISECOND = datetime.max.replace(microsecond=999_000, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)

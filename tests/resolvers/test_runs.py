@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -9,6 +11,7 @@ import pytest
 from bson import json_util
 
 from suspended_runs.storage import RunIndex
+from tests.builders import calls_of
 from tests.helpers import (
     Gql,
     as_mastra,
@@ -243,21 +246,13 @@ async def test_badly_typed_variables_are_bad_user_input(gql, variables) -> None:
 async def test_total_is_counted_only_when_selected(snapshots, gql, monkeypatch) -> None:
     await seed_runs(snapshots, 3)
     await eventually(lambda: has_total(gql, 3), within=2)
-    counts = 0
-    real_count = RunIndex.count
-
-    async def counting(self: RunIndex, run_filter: Any) -> int:
-        nonlocal counts
-        counts += 1
-        return await real_count(self, run_filter)
-
-    monkeypatch.setattr(RunIndex, "count", counting)
+    counts = calls_of(monkeypatch, RunIndex, "count")
     body = await gql("{ suspendedRuns { hasMore runs { runId } } }")
     assert len(body["data"]["suspendedRuns"]["runs"]) == 3
-    assert counts == 0
+    assert len(counts) == 0
     body = await gql("{ suspendedRuns { ...P } } fragment P on SuspendedRunsPage { total }")
     assert body["data"]["suspendedRuns"]["total"] == 3
-    assert counts == 1
+    assert len(counts) == 1
 
 
 async def test_keyset_pages_within_a_date_range_equal_the_offset_listing(snapshots, gql) -> None:
@@ -345,3 +340,45 @@ async def test_runs_lists_the_states_asked_for_newest_first(gql, db) -> None:
 async def test_runs_with_an_empty_status_list_is_a_bad_argument(gql) -> None:
     body = await gql(HISTORY, {"filter": {"status": []}})
     assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+def _cursor(millis: int, run_id: str = "r") -> str:
+    return base64.urlsafe_b64encode(json.dumps([millis, run_id]).encode()).decode().rstrip("=")
+
+
+FIRST_MS, LAST_MS = -62135596800000, 253402300799999
+"""0001-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z in epoch milliseconds."""
+
+
+async def test_dates_and_cursors_at_the_ends_of_the_calendar_answer_as_bounds(
+    snapshots, gql
+) -> None:
+    ids = await seed_runs(snapshots, 3)
+    await eventually(lambda: has_total(gql, 3), within=2)
+    start, end = "0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999999Z"
+    for window, listed in (
+        ({"fromDate": start}, 3),
+        ({"toDate": end}, 3),
+        ({"fromDate": start, "toDate": end}, 3),
+        ({"fromDate": end}, 0),
+        ({"toDate": start}, 0),
+        ({"fromDate": "9999-12-31T23:59:59.9995Z"}, 0),
+    ):
+        page = await list_runs(gql, filter=window)
+        assert (page["total"], len(page["runs"])) == (listed, listed), window
+    for after, listed in ((_cursor(FIRST_MS), 0), (_cursor(LAST_MS), 3)):
+        page = await list_runs(gql, first=10, after=after)
+        assert sorted(r["runId"] for r in page["runs"]) == (sorted(ids) if listed else [])
+    for beyond in (_cursor(FIRST_MS - 1), _cursor(LAST_MS + 1), _cursor(10**30)):
+        body = await gql(LIST, {"after": beyond})
+        assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+    before_the_calendar = await gql(LIST, {"filter": {"fromDate": "0001-01-01T00:00:00+01:00"}})
+    assert before_the_calendar["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_rows_an_offset_skips_are_counted_in_the_budget(gql) -> None:
+    body = await gql(LIST, {"page": 100, "perPage": 20})  # 2,000 skipped + 20 listed
+    assert body["data"] is None
+    [error] = body["errors"]
+    assert error["extensions"] == {"code": "BAD_USER_INPUT", "limit": "MAX_ROWS_PER_REQUEST"}
+    assert (await gql(LIST, {"page": 98, "perPage": 20}))["data"] is not None
