@@ -22,8 +22,16 @@ class AgentSummary:
 
 
 async def agents(context: Context) -> list[AgentSummary]:
-    """The registered Python agents, and every agent seen in the run index (in scope)."""
+    """The registered Python agents, and every agent seen in the run index (in scope).
+    Read once per request, however many aliases ask (the counts come from the tallies in
+    memory once they are read); each alias costs a row per agent it lists."""
     require(context.principal, Role.VIEWER)
+    listed: list[AgentSummary] = await context.once("agents", lambda: _summaries(context))
+    context.budget.take_rows(len(listed))
+    return listed
+
+
+async def _summaries(context: Context) -> list[AgentSummary]:
     scope = context.principal.scope
     counts = await context.storage.runs.suspended_by_agent(
         RunFilter(resource_ids=scope.resource_ids, agent_ids=scope.agent_ids)

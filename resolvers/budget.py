@@ -1,4 +1,5 @@
-"""What one request may cost: rows listed (aliases x page size), mutations, and the size
+"""What one request may cost: rows read (every root field's: a page and the rows an offset
+skips, a run, an agent of `agents`, a record of the log, in every alias), mutations, and the size
 of free text (reason, prompt) and of JSON given as data (resumeData, editedArgs).
 
 The limits come from settings; a request over one is refused with a BAD_USER_INPUT
@@ -49,7 +50,7 @@ class RequestBudget:
         if rows > self.rows:
             raise CostLimit(
                 f"this request asks for more than {self.limits.max_rows} rows in all "
-                "(aliases x page size)",
+                "(aliases x page size, with the rows an offset skips and one per agent)",
                 "MAX_ROWS_PER_REQUEST",
             )
         self.rows -= rows

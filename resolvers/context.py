@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from suspended_runs.resolvers.access import Principal
 from suspended_runs.resolvers.budget import RequestBudget
@@ -21,3 +24,12 @@ class Context:
     policy: DecisionPolicy = field(default_factory=DecisionPolicy)
     budget: RequestBudget = field(default_factory=RequestBudget)
     """What this request may still cost (rows, mutations) and how large its texts may be."""
+    shared: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    """Answers read once per request however many aliases ask them (`once`)."""
+
+    def once(self, key: str, read: Callable[[], Awaitable[Any]]) -> asyncio.Future[Any]:
+        """`read()`'s answer, read at most once in this request (aliases resolve at once,
+        so the first starts the read and the others wait for it)."""
+        if key not in self.shared:
+            self.shared[key] = asyncio.ensure_future(read())
+        return self.shared[key]

@@ -106,7 +106,7 @@ async def runs(
     """Runs in the filter's states (recently decided, failed, stalled, ...), newest first."""
     require(context.principal, Role.VIEWER)
     check_filter(run_filter)
-    context.budget.take_rows(paging.limit)
+    context.budget.take_rows(paging.skip + paging.limit)  # the rows skipped are read too
     index = context.storage.runs
     run_filter = context.principal.scope.narrow(run_filter)
     # One more than the page tells whether there is a next page without counting.
@@ -131,5 +131,6 @@ async def runs(
 async def agent_run(context: Context, run_id: str) -> RunEntry | None:
     """The run, or None when it is unknown or outside the caller's scope (the same answer)."""
     require(context.principal, Role.VIEWER)
+    context.budget.take_rows(1)
     entry = await context.storage.runs.get(run_id)
     return entry if entry is not None and context.principal.scope.allows(entry) else None

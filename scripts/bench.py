@@ -45,7 +45,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import churn
+from scripts import churn, hostile
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -488,6 +488,8 @@ def main() -> int:
     args = _arguments()
     if args.churn:
         return churn_main(args)
+    if args.hostile:
+        return hostile_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -536,7 +538,52 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--churn-down", type=int, default=50_000, help="documents written while down"
     )
+    parser.add_argument("--hostile", action="store_true", help="only hostile requests' figures")
+    parser.add_argument("--hostile-agents", type=int, default=300, help="agents, a run each")
+    parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
+    parser.add_argument("--hostile-kb", type=int, default=900, help="kB of each query")
+    parser.add_argument("--hostile-writes", type=float, default=20, help="writes/s beside polls")
     return parser.parse_args()
+
+
+def hostile_main(args: argparse.Namespace) -> int:
+    """`--hostile`: `agents` in aliases, RSS after large queries, 304s beside writes."""
+    db, n = "bench_hostile", args.hostile_agents
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        with MongoClient[Document](mongo.uri) as client:
+            insert_runs(client[db][SNAPSHOTS_COLLECTION], copies(n, n, START))
+        served = serve(mongo.uri, db, log)
+        try:
+            counts_in_memory(served.url)
+            _say(f"agents in aliases, over {n} agents")
+            rows = hostile.agents_figures(served.url)
+            before = served.memory_mb()[0]
+            queries, kb = args.hostile_queries, args.hostile_kb
+            _say(f"{queries} distinct queries of {kb} kB")
+            hostile.large_queries(served.url, queries, kb)
+            after = served.memory_mb()[0]
+            rows.append((f"RSS before {queries:,} distinct {kb} kB queries", f"{before:.0f} MB"))
+            rows.append(("RSS after them", f"{after:.0f} MB ({after - before:+.0f} MB)"))
+            _say("conditional polls, quiet and beside writes")
+            quiet = throughput(served.port, args.clients, args.seconds, conditional=True)
+            stop = threading.Event()
+            writer = hostile.writing(mongo.uri, db, args.hostile_writes, stop)
+            try:
+                busy = throughput(served.port, args.clients, args.seconds, conditional=True)
+            finally:
+                stop.set()
+                writer.join()
+        finally:
+            served.stop()
+    rows.append((f"304 polls/s, {args.clients} clients, nothing written", f"{quiet:,.0f}"))
+    beside = f"304 polls/s, {args.clients} clients, another agent written {args.hostile_writes:g}/s"
+    rows.append((beside, f"{busy:,.0f} ({busy / quiet:.0%})"))
+    print(f"\n## Hostile requests ({n} agents; embedded MongoDB)\n")
+    print("| figure | value |\n| --- | --- |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+    return 0
 
 
 def churn_main(args: argparse.Namespace) -> int:

@@ -96,3 +96,16 @@ async def post(
 
 def key(tenants: dict[str, Any], name: str) -> dict[str, str]:
     return {"x-api-key": tenants["keys"][name]}
+
+
+def calls_of(monkeypatch: Any, owner: type, name: str) -> list[tuple[object, ...]]:
+    """The calls of the async method `owner.name` from now on (their arguments)."""
+    calls: list[tuple[object, ...]] = []
+    real = getattr(owner, name)
+
+    async def counting(self: object, *args: object, **kwargs: object) -> Any:
+        calls.append(args)
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counting)
+    return calls

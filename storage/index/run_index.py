@@ -139,22 +139,35 @@ class RunIndex:
     async def suspended_by_agent(self, within: RunFilter) -> dict[tuple[str, str], int]:
         """(agentId, runtime) -> suspended runs, of every agent indexed that `within`'s
         agent scope allows; with a resource scope, only agents with a run (in any state)
-        in those resources. Counted as `count` counts: kept, and brought up to date."""
-        counts: dict[tuple[str, str], int] = {}
+        in those resources. From the tallies once they are read (a lookup per agent), else
+        counted as `count` counts; one query more for a resource scope."""
         version = await self.version()  # one read for every agent's count
-        for agent_id, runtime in await self.agents():
-            if within.agent_ids is not None and agent_id not in within.agent_ids:
-                continue
-            mine = replace(within, agent_id=agent_id, statuses=frozenset({RunStatus.SUSPENDED}))
-            suspended = await self.count(mine, version=version)
-            if suspended or within.resource_ids is None or await self._any(mine):
-                counts[(agent_id, runtime)] = suspended
-        return counts
+        pairs = [
+            (agent_id, runtime)
+            for agent_id, runtime in await self.agents()
+            if within.agent_ids is None or agent_id in within.agent_ids
+        ]
+        agent_ids = sorted({agent_id for agent_id, _ in pairs})
+        tallied = None
+        if self.tallies is not None:
+            tallied = await self.tallies.by_agent(version, agent_ids, within.resource_ids)
+        if tallied is None:
+            tallied = {}
+            for agent_id in agent_ids:
+                mine = replace(within, agent_id=agent_id, statuses=frozenset({RunStatus.SUSPENDED}))
+                tallied[agent_id] = await self.count(mine, version=version)
+        with_runs = None if within.resource_ids is None else await self._agents_in(within)
+        return {
+            (agent_id, runtime): tallied[agent_id]
+            for agent_id, runtime in pairs
+            if tallied[agent_id] or with_runs is None or agent_id in with_runs
+        }
 
-    async def _any(self, run_filter: RunFilter) -> bool:
-        """Whether any run in any state matches `run_filter`'s scope and agent."""
-        every = replace(run_filter, statuses=frozenset(RunStatus))
-        for shape in every.shapes(datetime.now(UTC)):
-            if await self.collection.find_one(shape, {"_id": 1}) is not None:
-                return True
-        return False
+    async def _agents_in(self, within: RunFilter) -> set[str]:
+        """The agents with a run in any state in `within`'s resources: one query."""
+        assert within.resource_ids is not None
+        query = {
+            "status": {"$in": sorted(s.value for s in RunStatus)},
+            "resourceId": {"$in": sorted(within.resource_ids)},
+        }
+        return {a for a in await self.collection.distinct("agentId", query) if isinstance(a, str)}

@@ -81,6 +81,22 @@ class SuspendedTallies:
             return None
         return _within(self._moments.get(key, []), span)
 
+    async def by_agent(
+        self, version: IndexVersion, agent_ids: list[str], resource_ids: frozenset[str] | None
+    ) -> dict[str, int] | None:
+        """Each agent's suspended runs (within `resource_ids`; None: any), exact as of
+        `version` or later: a lookup per agent (and resource); None when the tallies
+        cannot say."""
+        if not await self._current(version):
+            return None
+        moments = self._moments
+        if resource_ids is None:
+            return {a: len(moments.get((("agentId", a),), ())) for a in agent_ids}
+        return {
+            a: sum(len(moments.get((("agentId", a), ("resourceId", r)), ())) for r in resource_ids)
+            for a in agent_ids
+        }
+
     async def _current(self, version: IndexVersion) -> bool:
         """Whether the tallies are exact as of `version` or later, brought up to it; if
         they cannot be (not read, a new epoch, too many changes), forgotten and read soon."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from suspended_runs.storage import FOLLOWER_STATE_COLLECTION, RunIndex
+from suspended_runs.storage.index.agents import AGENTS_ID
+from tests.builders import calls_of
 from tests.helpers import eventually, load_snapshots, start_run
 
 AGENTS = "{ agents { id runtime suspendedRuns } }"
@@ -48,3 +51,25 @@ async def test_a_run_started_with_thread_and_resource_is_filterable_by_them(gql)
         "total": 1,
         "runs": [{"runId": run_id, "threadId": "th-9", "resourceId": "user-9"}],
     }
+
+
+def _aliases(count: int) -> str:
+    return "{ " + " ".join(f"a{i}: agents {{ id suspendedRuns }}" for i in range(count)) + " }"
+
+
+async def test_agents_costs_a_row_per_agent_and_is_read_once_per_request(
+    gql, db, monkeypatch
+) -> None:
+    seen = [{"agentId": f"agent-{i:03}", "runtime": "mastra"} for i in range(300)]
+    await db[FOLLOWER_STATE_COLLECTION].update_one(
+        {"_id": AGENTS_ID}, {"$addToSet": {"seen": {"$each": seen}}}, upsert=True
+    )
+    reads = calls_of(monkeypatch, RunIndex, "suspended_by_agent")
+    within = await gql(_aliases(6))  # 6 x 303 agents (and 3 Python ones): 1,818 rows
+    assert "errors" not in within and len(within["data"]["a5"]) == 303
+    assert len(reads) == 1
+    beyond = await gql(_aliases(30))  # the 7th alias would read 2,121 rows
+    assert beyond["data"] is None
+    limits = {str(error["extensions"]) for error in beyond["errors"]}
+    assert limits == {str({"code": "BAD_USER_INPUT", "limit": "MAX_ROWS_PER_REQUEST"})}
+    assert len(reads) == 2
