@@ -1,6 +1,14 @@
 """The GraphQL contract: Strawberry types, inputs and the Schema; `schema.graphql` is its SDL."""
 
-from suspended_runs.schema.errors import MASKED_MESSAGE, classify
+from suspended_runs.schema.errors import MASKED_MESSAGE, RETRY_AFTER_SECONDS, UNAVAILABLE, classify
 from suspended_runs.schema.schema import Limits, Schema, build_schema
 
-__all__ = ["MASKED_MESSAGE", "Limits", "Schema", "build_schema", "classify"]
+__all__ = [
+    "MASKED_MESSAGE",
+    "RETRY_AFTER_SECONDS",
+    "UNAVAILABLE",
+    "Limits",
+    "Schema",
+    "build_schema",
+    "classify",
+]

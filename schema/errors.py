@@ -4,6 +4,8 @@
     ├── GRAPHQL_PARSE_FAILED       the document is not GraphQL
     ├── GRAPHQL_VALIDATION_FAILED  unknown field, over a depth/token/alias limit, ...
     ├── BAD_USER_INPUT             an argument or variable of the wrong kind or value
+    ├── DATABASE_UNAVAILABLE       MongoDB could not be reached or could not serve: try
+    │                              again after extensions.retryAfterSeconds (a GET: 503)
     └── INTERNAL_SERVER_ERROR      anything else: message masked, details only in the log,
                                    found by the request id in extensions.requestId
 
@@ -19,10 +21,14 @@ import logging
 from graphql import GraphQLError
 
 from suspended_runs.resolvers import PUBLIC_CODES
+from suspended_runs.storage import database_unavailable
 
 log = logging.getLogger(__name__)
 
 MASKED_MESSAGE = "Internal server error."
+UNAVAILABLE = "DATABASE_UNAVAILABLE"
+RETRY_AFTER_SECONDS = 5
+"""What a client told DATABASE_UNAVAILABLE should wait: about one server selection."""
 
 # graphql-core's words for an argument or variable value that does not fit its type.
 _INPUT_MARKERS = (
@@ -40,6 +46,17 @@ def classify(error: GraphQLError, *, request_id: str | None = None) -> GraphQLEr
     code = (error.extensions or {}).get("code")
     if code in PUBLIC_CODES:
         return error
+    if error.path is not None and database_unavailable(error.original_error):
+        log.warning(
+            "the database is unavailable",
+            extra={"path": error.path, "errorType": type(error.original_error).__name__},
+        )
+        return GraphQLError(
+            "the database is unavailable; try again",
+            nodes=error.nodes,
+            path=error.path,
+            extensions={"code": UNAVAILABLE, "retryAfterSeconds": RETRY_AFTER_SECONDS},
+        )
     if error.path is not None:
         # Raised while executing: nothing the client did wrong, and nothing it should read.
         log.error("internal error", exc_info=error.original_error, extra={"path": error.path})

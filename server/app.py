@@ -40,7 +40,13 @@ from suspended_runs.runtime import (
     load_agents,
 )
 from suspended_runs.runtime.metrics import REQUEST_SECONDS, OperationLabels
-from suspended_runs.schema import Schema, build_schema, classify
+from suspended_runs.schema import (
+    RETRY_AFTER_SECONDS,
+    UNAVAILABLE,
+    Schema,
+    build_schema,
+    classify,
+)
 from suspended_runs.server import inbox
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
 from suspended_runs.server.etag import ConditionalGets
@@ -68,6 +74,7 @@ class GraphQLApp(GraphQL[Context, None]):
         self.actor_header, self.operations = actor_header, operations
 
     async def get_context(self, request: Any, response: Any) -> Context:
+        request.state.sub_response = response  # for process_result's status
         principal: Principal = request.state.principal
         actor = principal.subject
         if not principal.authenticated:
@@ -118,6 +125,13 @@ class GraphQLApp(GraphQL[Context, None]):
         if result.errors:
             request_id = current_request_id()
             result.errors = [classify(error, request_id=request_id) for error in result.errors]
+            codes = {(error.extensions or {}).get("code") for error in result.errors}
+            sub_response = getattr(request.state, "sub_response", None)
+            if UNAVAILABLE in codes and request.method == "GET" and sub_response is not None:
+                # A GET is a read a client may repeat: the HTTP status says so (a POST of
+                # application/json keeps 200 with the error, as GraphQL over HTTP has it).
+                sub_response.status_code = 503
+                sub_response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return await super().process_result(request, result)
 
     def _named(self, query: str | None) -> str | None:

@@ -5,7 +5,12 @@ Imports nothing of the other layers.
 
 from suspended_runs.storage.audit.decision_log import AuditRecord, DecisionLog, KeyUse
 from suspended_runs.storage.database import Storage, connect
-from suspended_runs.storage.errors import InvalidCursor, MalformedSnapshot, SuspendedRunsError
+from suspended_runs.storage.errors import (
+    InvalidCursor,
+    MalformedSnapshot,
+    SuspendedRunsError,
+    database_unavailable,
+)
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
 from suspended_runs.storage.follower.reconcile import ReconcileReport
 from suspended_runs.storage.index.entry import Action, Claim, Decision, Outcome, RunEntry, ToolCall
@@ -62,6 +67,7 @@ __all__ = [
     "SuspendedRunsError",
     "ToolCall",
     "connect",
+    "database_unavailable",
     "extract_entry",
     "parse_snapshot",
 ]

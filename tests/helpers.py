@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import json
 import os
 import signal
 import subprocess
@@ -208,6 +209,15 @@ async def running_app(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             await wait_ready(client)
             yield client
+
+
+STATE_FILE = "embedded-mongodb.json"
+"""What an embedded MongoDB started by `serve` writes into DATA_DIR (its pid, its port)."""
+
+
+def embedded_pid(data: Path) -> int:
+    """The pid of the embedded MongoDB that `serve` runs on `data`."""
+    return int(json.loads((data / STATE_FILE).read_text())["pid"])
 
 
 class Server:

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
+from pathlib import Path
+
+import httpx
 
 from suspended_runs.server.logs import JsonFormatter
 from suspended_runs.storage import RunIndex
+from tests.helpers import Server, embedded_pid
 
 
 async def test_internal_errors_are_masked_and_logged(gql, monkeypatch, caplog) -> None:
@@ -44,3 +50,28 @@ async def test_unknown_fields_are_validation_failures(gql) -> None:
 async def test_bad_literal_arguments_are_bad_user_input(gql) -> None:
     body = await gql('{ suspendedRuns(filter: { fromDate: "soon" }) { total } }')
     assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+LIST = "{ suspendedRuns { total runs { runId } } }"
+
+
+def test_a_read_while_the_database_is_killed_answers_database_unavailable(
+    server: Server, tmp_path: Path
+) -> None:
+    server.start()
+    assert httpx.post(f"{server.url}/graphql", json={"query": LIST}).status_code == 200
+    os.kill(embedded_pid(tmp_path / "data"), signal.SIGKILL)
+    posted = httpx.post(f"{server.url}/graphql", json={"query": LIST}, timeout=60)
+    assert posted.status_code == 200  # a POST of application/json: the error says it
+    [error] = posted.json()["errors"]
+    assert error["extensions"] == {"code": "DATABASE_UNAVAILABLE", "retryAfterSeconds": 5}
+    assert error["message"] == "the database is unavailable; try again"
+    got = httpx.get(f"{server.url}/graphql", params={"query": LIST}, timeout=60)
+    assert (got.status_code, got.headers["retry-after"]) == (503, "5")
+    assert got.json()["errors"][0]["extensions"]["code"] == "DATABASE_UNAVAILABLE"
+    ready = httpx.get(f"{server.url}/readyz", timeout=60)
+    assert (ready.status_code, ready.json()) == (
+        503,
+        {"status": "unavailable", "reason": "database"},
+    )
+    assert "Traceback" not in server.log.read_text()

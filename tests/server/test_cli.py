@@ -18,7 +18,14 @@ from pymongo import MongoClient
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import SNAPSHOTS_COLLECTION
-from tests.helpers import ROOT, Server, load_snapshots, wait_until_serving
+from tests.helpers import (
+    ROOT,
+    STATE_FILE,
+    Server,
+    embedded_pid,
+    load_snapshots,
+    wait_until_serving,
+)
 
 COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
 
@@ -124,15 +131,10 @@ def test_serve_keeps_runs_across_a_real_restart(server: Server, tmp_path: Path) 
 
 # Stopping `serve`: every signal that stops it stops its embedded MongoDB (issue 9, item 8).
 
-STATE_FILE = "embedded-mongodb.json"
 START_RUN = """mutation { startRun(input: {agentId: "file-cleaner", prompt: "delete /tmp/x"}) {
   ... on RunStarted { run { runId } } } }"""
 LISTING = "{ suspendedRuns(perPage: 500) { runs { runId } } }"
 SCRIPT = ROOT / "scripts" / "serve"
-
-
-def embedded_pid(data: Path) -> int:
-    return int(json.loads((data / STATE_FILE).read_text())["pid"])
 
 
 def gone(pid: int) -> bool:
