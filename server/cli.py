@@ -102,7 +102,11 @@ def _database(settings: Settings, *, reuse_running: bool) -> Iterator[Settings]:
     if running is not None:
         yield settings.model_copy(update={"mongodb_uri": running})
         return
-    embedded = EmbeddedMongoDB(settings.data_dir, port=settings.embedded_mongodb_port)
+    embedded = EmbeddedMongoDB(
+        settings.data_dir,
+        port=settings.embedded_mongodb_port,
+        cache_size=settings.embedded_mongodb_cache_size,
+    )
     try:
         embedded.start()  # stops a server a killed `serve` left behind on this data first
     except EmbeddedMongoDBError as exc:
@@ -123,8 +127,9 @@ def _stopping_on_signals() -> Iterator[None]:
 
     While uvicorn serves, it handles SIGINT and SIGTERM itself (a graceful shutdown), and
     a SIGHUP is passed on to it as a SIGTERM. After its shutdown uvicorn raises the signal
-    again, under the handler here: a KeyboardInterrupt, which uvicorn.run swallows. Before
-    uvicorn serves (the embedded MongoDB starting) the KeyboardInterrupt unwinds at once.
+    again, under the handler here: a KeyboardInterrupt, which `_serve_until_stopped`
+    swallows (as uvicorn.run does). Before uvicorn serves (the embedded MongoDB starting)
+    the KeyboardInterrupt unwinds at once.
     Either way the `with _database(...)` block exits, and stops the embedded MongoDB.
     """
     stopping = False
@@ -161,23 +166,32 @@ def _serve_until_stopped(settings: Settings) -> None:
 
     from suspended_runs.server.app import create_app
     from suspended_runs.server.http_protocol import with_header_timeout
+    from suspended_runs.server.preflight import listening_socket, usable_data_dir
 
-    with _database(settings, reuse_running=False) as settings:
-        assert settings.mongodb_uri is not None
-        app = create_app(settings)  # a setting it cannot use fails here, before serving
-        asyncio.run(_reachable(settings.mongodb_uri))
-        log.info(
-            "serving GraphQL",
-            extra={"url": f"http://{settings.host}:{settings.port}/graphql"},
-        )
-        uvicorn.run(
-            app,
-            host=settings.host,
-            port=settings.port,
-            log_config=None,
-            access_log=False,
-            http=with_header_timeout(settings.header_timeout_seconds),
-        )
+    # Before anything starts: the address (bound now, so nothing takes it meanwhile),
+    # and the embedded MongoDB's data directory.
+    sock = listening_socket(settings.host, settings.port)
+    try:
+        if settings.mongodb_uri is None:
+            usable_data_dir(settings.data_dir)
+        with _database(settings, reuse_running=False) as settings:
+            assert settings.mongodb_uri is not None
+            app = create_app(settings)  # a setting it cannot use fails here, before serving
+            asyncio.run(_reachable(settings.mongodb_uri))
+            port = sock.getsockname()[1]
+            log.info("serving GraphQL", extra={"url": f"http://{settings.host}:{port}/graphql"})
+            config = uvicorn.Config(
+                app,
+                host=settings.host,
+                port=port,
+                log_config=None,
+                access_log=False,
+                http=with_header_timeout(settings.header_timeout_seconds),
+            )
+            with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run does
+                uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 async def _reachable(uri: str) -> None:
