@@ -1,6 +1,7 @@
 """`scripts/bench --churn`: how fast Mastra's writes show in the lists.
 
-On a fresh embedded MongoDB holding `--churn-base` runs:
+On a fresh embedded MongoDB holding `--churn-base` runs, indexed by a first start and
+restarted (the data at rest, as a deployment's follower finds it):
 
 - the rate the database itself takes Mastra-shaped snapshot inserts, one at a time (as
   @mastra/mongodb writes them), with no server running;

@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     mongodb_db: str = "mastra"
     data_dir: Path = Path(".data")
     embedded_mongodb_port: int = Field(0, ge=0, le=65535, description="0: a free port.")
+    embedded_mongodb_cache_size: str | None = Field(
+        None,
+        pattern=r"^[1-9][0-9]*[KMG]?$",
+        description='WiredTiger cache of the embedded MongoDB ("4G", "512M"); unset: '
+        "half of (RAM - 1 GB), at least 256 MB, as MongoDB's own default.",
+    )
     sync_mode: FollowMode = FollowMode.AUTO
     sync_poll_interval: float = Field(0.5, gt=0, description="Seconds, when polling.")
     sync_poll_overlap_seconds: float = Field(
