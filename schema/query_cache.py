@@ -90,6 +90,7 @@ class QueryCache:
                 self._entries.move_to_end(key)
                 return entry
         document = parse(query, max_tokens=max_tokens)
+        _unlink_tokens(document)
         entry = _Entry(document, ENTRY_BYTES + sys.getsizeof(query) + _tree_bytes(document))
         with self._lock:
             if entry.cost <= self.max_bytes and key not in self._entries:
@@ -105,6 +106,17 @@ class QueryCache:
         ):
             _, oldest = self._entries.popitem(last=False)
             self.bytes -= oldest.cost
+
+
+def _unlink_tokens(document: DocumentNode) -> None:
+    """Cut each token's link to the one before it. The parser needs it; nothing after
+    does, and with it every document is a cycle (token to token), which only the cyclic
+    collector frees: documents forgotten by the cache (a megabyte of text each) would
+    wait for it, so the server's memory grew with every distinct large query."""
+    token = document.loc.start_token if document.loc else None
+    while token is not None:
+        token.prev = None
+        token = token.next
 
 
 def _tree_bytes(document: DocumentNode) -> int:

@@ -166,8 +166,10 @@ def _serve_until_stopped(settings: Settings) -> None:
 
     from suspended_runs.server.app import create_app
     from suspended_runs.server.http_protocol import with_header_timeout
+    from suspended_runs.server.memory import return_large_blocks
     from suspended_runs.server.preflight import listening_socket, usable_data_dir
 
+    return_large_blocks()
     # Before anything starts: the address (bound now, so nothing takes it meanwhile),
     # and the embedded MongoDB's data directory.
     sock = listening_socket(settings.host, settings.port)

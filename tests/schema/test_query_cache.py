@@ -78,3 +78,21 @@ def test_a_document_larger_than_the_budget_is_parsed_and_not_kept() -> None:
     cache = QueryCache(max_bytes=10_000)
     document = cache.document("query Q { __typename } # " + "x" * 20_000)
     assert document.definitions and len(cache) == 0 and cache.bytes == 0
+
+
+def test_a_kept_document_holds_no_cycle_so_forgetting_it_frees_it_at_once() -> None:
+    cache = QueryCache(max_bytes=64 * 1024 * 1024)
+    document = cache.document("query Q { a: __typename b: __typename } # comment")
+    token, seen = document.loc.start_token if document.loc else None, 0
+    while token is not None:
+        assert token.prev is None  # the only link back, which made every document a cycle
+        token, seen = token.next, seen + 1
+    assert seen > 5
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        for i in range(50):
+            QueryCache(max_bytes=10**9).document(f"query Q{i} {{ __typename }}")
+        assert len(gc.get_objects()) - before < 50  # freed by reference counts alone
+    finally:
+        gc.enable()
