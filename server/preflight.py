@@ -11,7 +11,6 @@ and binding again later, leaves no moment for another process to take the port.
 from __future__ import annotations
 
 import errno
-import os
 import socket
 import uuid
 from pathlib import Path
@@ -51,8 +50,6 @@ def usable_data_dir(path: Path) -> None:
         probe.unlink()
     except OSError as exc:
         raise ConfigurationError(f"DATA_DIR: {path} cannot be used ({_reason(exc)})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise ConfigurationError(f"DATA_DIR: {path} cannot be written")
 
 
 def _reason(exc: BaseException) -> str:

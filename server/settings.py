@@ -11,7 +11,6 @@ from pydantic import (
     Field,
     SecretStr,
     ValidationError,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -149,22 +148,24 @@ class Settings(BaseSettings):
             _host_pattern(pattern)
         return value
 
-    @field_validator("jwt_secret")
-    @classmethod
-    def _strong_in_production(cls, value: SecretStr | None, info: ValidationInfo) -> object:
-        # RFC 7518 (3.2): an HS256 key is at least as long as its hash, 32 bytes; a short
-        # one can be guessed offline from any one token.
-        short = value is not None and len(value.get_secret_value().encode()) < _HS256_BYTES
-        if short and info.data.get("env") == "production":
-            raise ValueError(f"an HS256 secret needs at least {_HS256_BYTES} bytes in production")
-        return value
-
     @field_validator("jwt_jwks_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         if value is not None and not value.lower().startswith(("http://", "https://")):
             raise ValueError("the JWKS is fetched over http:// or https://")
         return value
+
+    @model_validator(mode="after")
+    def _strong_in_production(self) -> Settings:
+        # RFC 7518 (3.2): an HS256 key is at least as long as its hash, 32 bytes; a short
+        # one can be guessed offline from any one token. After validation, so that it sees
+        # ENV whatever the order of the fields.
+        secret = self.jwt_secret.get_secret_value() if self.jwt_secret else None
+        if self.production and secret is not None and len(secret.encode()) < _HS256_BYTES:
+            raise ValueError(
+                f"JWT_SECRET: an HS256 secret needs at least {_HS256_BYTES} bytes in production"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_jwt_key(self) -> Settings:

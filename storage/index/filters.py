@@ -88,7 +88,7 @@ class RunFilter:
         if self.has_problems is not None:
             query["hasProblems"] = True if self.has_problems else {"$ne": True}
         created: Document = {}
-        after = None if self.from_date is None else _before_ceiling(self.from_date)
+        after = self.span().after
         if after is not None:
             # Portable `$gte`: the embedded server scans `$gte` on a descending key as `$gt`.
             created["$gt"] = after
