@@ -14,6 +14,7 @@ from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
+    DURABLE,
     FOLLOWER_STATE_COLLECTION,
     IDEMPOTENCY_COLLECTION,
     RUNS_COLLECTION,
@@ -70,7 +71,9 @@ class Storage:
             db=db,
             runs=runs,
             follower=follower,
-            python_snapshots=PythonSnapshots(db[SNAPSHOTS_COLLECTION]),
+            python_snapshots=PythonSnapshots(
+                db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
+            ),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
         )
 

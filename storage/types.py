@@ -5,8 +5,16 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+from pymongo import WriteConcern
+
 Document = dict[str, Any]
 """A BSON document as PyMongo returns it."""
+
+DURABLE = WriteConcern(w="majority", j=True)
+"""For the writes that exactly once stands on (claims, decisions, the snapshots of Python
+runs): acknowledged once journaled. MongoDB's default acknowledges a standalone's write
+before its journal is on disk, and the embedded server killed (`kill -9`) a moment after
+a claim came back without it: the run was SUSPENDED again, open to a second approval."""
 
 SNAPSHOTS_COLLECTION = "mastra_workflow_snapshot"
 """Written by `@mastra/mongodb`; the source of truth. This server never writes to it."""

@@ -24,7 +24,7 @@ from suspended_runs.storage.index.retention import Retention
 from suspended_runs.storage.index.tallies import SuspendedTallies
 from suspended_runs.storage.index.version import IndexVersion, VersionDocument
 from suspended_runs.storage.index.writes import TrackedWrites
-from suspended_runs.storage.types import FOLLOWER_STATE_COLLECTION, Document, RunStatus
+from suspended_runs.storage.types import DURABLE, FOLLOWER_STATE_COLLECTION, Document, RunStatus
 
 _OLD_TTL_INDEX = "expiresAt_1"
 
@@ -56,7 +56,8 @@ class RunIndex:
         self._pages = RunPages(collection, self.tallies)
         parts = (collection, self.writes, self._version, self._agents, self._retention)
         self.discovery = Discovery(*parts)
-        self.claims = ClaimWrites(*parts)
+        durable = TrackedWrites(collection.with_options(write_concern=DURABLE), self._version)
+        self.claims = ClaimWrites(collection, durable, *parts[2:])
         self.created = False
         """The collection was made by `ensure_indexes` (it holds nothing yet, and a resume
         token kept from before describes another index: a full reconcile rebuilds it)."""
