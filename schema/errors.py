@@ -6,6 +6,8 @@
     ├── BAD_USER_INPUT             an argument or variable of the wrong kind or value
     ├── DATABASE_UNAVAILABLE       MongoDB could not be reached or could not serve: try
     │                              again after extensions.retryAfterSeconds (a GET: 503)
+    ├── STORAGE_FULL               MongoDB has no room to write: a decision it could not
+    │                              record is not continued; heals once space is freed
     └── INTERNAL_SERVER_ERROR      anything else: message masked, details only in the log,
                                    found by the request id in extensions.requestId
 
@@ -17,16 +19,18 @@ The HTTP view applies `classify` to every error of every response, parse errors 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from graphql import GraphQLError
 
 from suspended_runs.resolvers import PUBLIC_CODES
-from suspended_runs.storage import database_unavailable
+from suspended_runs.storage import database_unavailable, storage_full
 
 log = logging.getLogger(__name__)
 
 MASKED_MESSAGE = "Internal server error."
 UNAVAILABLE = "DATABASE_UNAVAILABLE"
+FULL = "STORAGE_FULL"
 RETRY_AFTER_SECONDS = 5
 """What a client told DATABASE_UNAVAILABLE should wait: about one server selection."""
 
@@ -40,12 +44,26 @@ _INPUT_MARKERS = (
 )
 
 
-def classify(error: GraphQLError, *, request_id: str | None = None) -> GraphQLError:
+def classify(
+    error: GraphQLError,
+    *,
+    request_id: str | None = None,
+    full: Callable[[BaseException | None], bool] = storage_full,
+) -> GraphQLError:
     """The error as the client reads it. A masked internal error carries `request_id` (in
-    `extensions.requestId`): the log lines of its request hold the same id."""
+    `extensions.requestId`): the log lines of its request hold the same id. `full` tells
+    a database failure that a full disk caused."""
     code = (error.extensions or {}).get("code")
     if code in PUBLIC_CODES:
         return error
+    if error.path is not None and full(error.original_error):
+        log.warning("the database's storage is full", extra={"path": error.path})
+        return GraphQLError(
+            "the database's storage is full; try again once space is freed",
+            nodes=error.nodes,
+            path=error.path,
+            extensions={"code": FULL, "retryAfterSeconds": RETRY_AFTER_SECONDS},
+        )
     if error.path is not None and database_unavailable(error.original_error):
         log.warning(
             "the database is unavailable",

@@ -11,9 +11,9 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from cross_web import HTTPException
 from graphql import GraphQLError, OperationDefinitionNode
@@ -21,8 +21,6 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse
@@ -31,6 +29,7 @@ from strawberry.types import ExecutionResult
 from suspended_runs.resolvers import Context, Principal, RequestBudget, expire_forever
 from suspended_runs.runtime import (
     AgentMap,
+    Background,
     ClaimKeeper,
     ConfigurationError,
     MastraClient,
@@ -41,6 +40,7 @@ from suspended_runs.runtime import (
 )
 from suspended_runs.runtime.metrics import REQUEST_SECONDS, OperationLabels
 from suspended_runs.schema import (
+    FULL,
     RETRY_AFTER_SECONDS,
     UNAVAILABLE,
     Schema,
@@ -51,15 +51,20 @@ from suspended_runs.server import inbox
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
 from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
+from suspended_runs.server.health import healthz, readyz
 from suspended_runs.server.json_body import decode_json_object
 from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
 from suspended_runs.server.metrics import metrics_app
 from suspended_runs.server.settings import Settings
-from suspended_runs.storage import Runtime, Storage
+from suspended_runs.storage import Runtime, Storage, database_fault, storage_full
 
 log = logging.getLogger(__name__)
 
-_READY_PING_TIMEOUT = 2.0
+
+class DiskWatch(Protocol):
+    def low_on_space(self) -> bool:
+        """Whether the database's disk is (nearly) full: its failures are then STORAGE_FULL."""
+        ...
 
 
 _MAX_ACTOR = 200
@@ -124,10 +129,18 @@ class GraphQLApp(GraphQL[Context, None]):
     async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
         if result.errors:
             request_id = current_request_id()
-            result.errors = [classify(error, request_id=request_id) for error in result.errors]
+            low_on_space: Callable[[], bool] = request.app.state.low_on_space
+
+            def full(exc: BaseException | None) -> bool:
+                return storage_full(exc) or (database_fault(exc) and low_on_space())
+
+            result.errors = [
+                classify(error, request_id=request_id, full=full) for error in result.errors
+            ]
             codes = {(error.extensions or {}).get("code") for error in result.errors}
             sub_response = getattr(request.state, "sub_response", None)
-            if UNAVAILABLE in codes and request.method == "GET" and sub_response is not None:
+            retry = codes & {UNAVAILABLE, FULL}
+            if retry and request.method == "GET" and sub_response is not None:
                 # A GET is a read a client may repeat: the HTTP status says so (a POST of
                 # application/json keeps 200 with the error, as GraphQL over HTTP has it).
                 sub_response.status_code = 503
@@ -148,8 +161,9 @@ class GraphQLApp(GraphQL[Context, None]):
         return operations[0].name.value if len(operations) == 1 and operations[0].name else None
 
 
-def create_app(settings: Settings) -> Starlette:
-    """The app for `settings`. Raises ConfigurationError for a setting it cannot use."""
+def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Starlette:
+    """The app for `settings`. Raises ConfigurationError for a setting it cannot use.
+    `embedded` watches the disk of the embedded MongoDB that `serve` started, if it did."""
     if settings.mongodb_uri is None:
         raise ConfigurationError(
             "MONGODB_URI: create_app needs one (the CLI starts an embedded one)"
@@ -166,7 +180,7 @@ def create_app(settings: Settings) -> Starlette:
         actor_header=settings.actor_header,
         operations=OperationLabels(settings.metrics_max_operations),
     )
-    return Starlette(
+    app = Starlette(
         routes=[
             Route(
                 "/graphql",
@@ -187,6 +201,8 @@ def create_app(settings: Settings) -> Starlette:
         middleware=_middleware(settings),
         lifespan=functools.partial(_lifespan, settings=settings, agents=agents),
     )
+    app.state.low_on_space = embedded.low_on_space if embedded else lambda: False
+    return app
 
 
 def _warn_of_deprecated(settings: Settings) -> None:
@@ -256,12 +272,14 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
     await storage.ensure_indexes()
     claims = ClaimKeeper(storage.runs, instance, settings.claim_lease)
     mastra_client = MastraClient(settings.mastra_servers)
+    background = Background()
     runtimes = Runtimes(
         claims,
         {
-            Runtime.PYTHON: PythonRuntime(agents, storage, claims),
+            Runtime.PYTHON: PythonRuntime(agents, storage, claims, background),
             Runtime.MASTRA: MastraRuntime(mastra_client, storage, claims),
         },
+        background,
     )
     follower_task = asyncio.create_task(storage.follower.run(), name="snapshot-follower")
     follower_task.add_done_callback(_report_follower_end)
@@ -304,32 +322,6 @@ def _open_storage(settings: Settings, instance: str) -> Storage:
 
 def _instance_id(settings: Settings) -> str:
     return settings.instance_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-async def healthz(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
-
-
-async def readyz(request: Request) -> Response:
-    storage: Storage = request.app.state.storage
-    follower_task: asyncio.Task[None] = request.app.state.follower_task
-    try:
-        await asyncio.wait_for(storage.ping(), _READY_PING_TIMEOUT)
-    except Exception as exc:
-        log.warning("not ready: database", extra={"reason": type(exc).__name__})
-        return JSONResponse({"status": "unavailable", "reason": "database"}, status_code=503)
-    follower = storage.follower
-    if follower_task.done() or follower.ready_mode is None:
-        if follower.catching_up:  # applying what was written while this instance was down
-            behind = follower.behind_seconds
-            return JSONResponse({"status": "catching_up", "behindSeconds": behind}, 503)
-        progress = follower.progress  # of the start-up reconcile: snapshots looked at
-        starting = {"status": "starting", "reason": "sync", "indexed": progress.indexed}
-        return JSONResponse(starting | {"of": progress.of}, status_code=503)
-    if not follower.healthy:  # the follower failed and is retrying: lists may lag
-        return JSONResponse({"status": "unavailable", "reason": "sync"}, status_code=503)
-    # Once caught up, ready whatever the lag (`sync` in GraphQL and /metrics show it).
-    return JSONResponse({"status": "ready", "sync": follower.ready_mode.value})
 
 
 def _report_follower_end(task: asyncio.Task[None]) -> None:

@@ -9,7 +9,10 @@ from suspended_runs.storage.errors import (
     InvalidCursor,
     MalformedSnapshot,
     SuspendedRunsError,
+    database_fault,
     database_unavailable,
+    maybe_applied,
+    storage_full,
 )
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
 from suspended_runs.storage.follower.reconcile import ReconcileReport
@@ -67,7 +70,10 @@ __all__ = [
     "SuspendedRunsError",
     "ToolCall",
     "connect",
+    "database_fault",
     "database_unavailable",
     "extract_entry",
+    "maybe_applied",
     "parse_snapshot",
+    "storage_full",
 ]

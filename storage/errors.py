@@ -6,7 +6,7 @@ The whole tree of this project's errors is drawn once, in docs/design.md ("Error
 
 from __future__ import annotations
 
-from pymongo.errors import ConnectionFailure, OperationFailure
+from pymongo.errors import ConnectionFailure, OperationFailure, ServerSelectionTimeoutError
 
 
 class SuspendedRunsError(Exception):
@@ -31,3 +31,30 @@ def database_unavailable(exc: BaseException | None) -> bool:
     if isinstance(exc, ConnectionFailure):  # AutoReconnect, timeouts, no server selected
         return True
     return isinstance(exc, OperationFailure) and exc.code in _UNAVAILABLE_CODES
+
+
+_FULL_CODES = frozenset({14031})
+"""OutOfDiskSpace: MongoDB refused a write for want of disk space."""
+_FULL_WORDS = ("No space left on device", "over your space quota")
+"""The same from the operating system, and from Atlas (code 8000) at its storage quota."""
+
+
+def storage_full(exc: BaseException | None) -> bool:
+    """Whether the database refused a write for want of space: nothing of it was written."""
+    if not isinstance(exc, OperationFailure):
+        return False
+    return exc.code in _FULL_CODES or any(words in str(exc) for words in _FULL_WORDS)
+
+
+def database_fault(exc: BaseException | None) -> bool:
+    """Whether `exc` is the database failing, not refusing what it was asked: unreachable,
+    not serving now, out of space, or failing inside itself (InternalError, which the
+    embedded server answers to everything once its storage failed)."""
+    internal = isinstance(exc, OperationFailure) and exc.code == 1
+    return database_unavailable(exc) or storage_full(exc) or internal
+
+
+def maybe_applied(exc: BaseException | None) -> bool:
+    """Whether a write that failed with `exc` may still have been applied: the connection
+    failed after the command may have been sent. No server selected means it never left."""
+    return isinstance(exc, ConnectionFailure) and not isinstance(exc, ServerSelectionTimeoutError)

@@ -1,4 +1,4 @@
-"""The Starlette app (server/app.py): health, readiness, GraphiQL, the request log."""
+"""The Starlette app (server/app.py): GraphiQL, the request log, hosts, settings."""
 
 from __future__ import annotations
 
@@ -26,25 +26,6 @@ async def serving(settings: Settings, base_url: str) -> AsyncIterator[httpx.Asyn
         async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
             await wait_ready(client)
             yield client
-
-
-async def test_healthz_and_readyz(client) -> None:
-    assert (await client.get("/healthz")).json() == {"status": "ok"}
-    ready = await client.get("/readyz")
-    assert ready.status_code == 200
-    assert ready.json() == {"status": "ready", "sync": "change_stream"}
-
-
-async def test_readyz_is_503_when_the_database_does_not_answer(client, monkeypatch) -> None:
-    from suspended_runs.storage import Storage
-
-    async def down(self: Storage) -> bool:
-        raise ConnectionError("no route")
-
-    monkeypatch.setattr(Storage, "ping", down)
-    response = await client.get("/readyz")
-    assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "reason": "database"}
 
 
 async def test_graphiql_page_is_served_and_can_be_turned_off(settings: Settings) -> None:
