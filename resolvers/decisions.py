@@ -11,9 +11,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from suspended_runs.resolvers.access import Role
 from suspended_runs.resolvers.context import Context
@@ -44,7 +46,19 @@ from suspended_runs.runtime import (
     ResumeDataRejected,
 )
 from suspended_runs.runtime.metrics import DECISIONS
-from suspended_runs.storage import Action, AuditRecord, Decision, RunEntry, RunStatus, ToolCall
+from suspended_runs.storage import (
+    Action,
+    AuditRecord,
+    Decision,
+    RunEntry,
+    RunStatus,
+    ToolCall,
+    database_fault,
+    maybe_applied,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _ATTEMPTS = 50
 """Lost races before giving up: each loss means another decision on this run was recorded."""
@@ -137,11 +151,22 @@ async def _apply(
     decided = entry.with_decision(call_id, decision)
     last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
     claim = context.runtimes.claims.new_claim(now) if last else None
-    if not await context.storage.runs.claims.apply_decision(entry, decided, claim):
-        return None
+    try:
+        if not await context.storage.runs.claims.apply_decision(entry, decided, claim):
+            return None
+    except Exception as exc:
+        if not maybe_applied(exc):  # never sent, or refused: nothing was recorded
+            raise
+        return _in_doubt(entry, "the database failed as the decision was recorded", exc)
     decided = replace(decided, version=entry.version + 1)
-    record_id = await _audit(context, request, now, call_id, _APPLIED)
-    await runtime.record_decision(decided)
+    try:
+        record_id = await _audit(context, request, now, call_id, _APPLIED)
+        await runtime.record_decision(decided)
+    except Exception as exc:
+        if not database_fault(exc):
+            raise
+        # Recorded, maybe claimed, and not continued: not continued without its record.
+        return _in_doubt(decided, "the decision was recorded but not continued", exc)
     if claim is None:
         outcome = RunDecided(decided, call_id)
         await context.storage.decisions.add_outcome(record_id, kind(outcome), decided.status)
@@ -167,16 +192,42 @@ async def _carry_on(
     except NotApplied as exc:
         outcome = ExecutorUnavailable(claimed.run_id, claimed.agent_id, str(exc))
     except OutcomeUncertain as exc:
-        current = await context.storage.runs.get(claimed.run_id)
+        current = await _read_or_none(context.storage.runs.get(claimed.run_id))
         outcome = OutcomeUnknown(
             current or claimed,
             f"{exc}: the decision may or may not have been applied; the run stays claimed "
             "until its snapshot shows where it went, and is STALLED if it never moves",
         )
-    run = getattr(outcome, "run", None) or await context.storage.runs.get(claimed.run_id)
+    except Exception as exc:
+        if not database_fault(exc):
+            raise
+        outcome = _in_doubt(claimed, "the database failed while the run was continued", exc)
+    run = getattr(outcome, "run", None)
     status = run.status_at(context.runtimes.claims.clock()) if run else None
-    await context.storage.decisions.add_outcome(record_id, kind(outcome), status)
+    await _read_or_none(context.storage.decisions.add_outcome(record_id, kind(outcome), status))
     return outcome
+
+
+def _in_doubt(run: RunEntry, what: str, exc: BaseException) -> OutcomeUnknown:
+    """The answer when a database failure hides how far a decision got."""
+    log.warning("a decision's outcome is unknown", exc_info=exc, extra={"runId": run.run_id})
+    return OutcomeUnknown(
+        run,
+        f"{what}: whether it was applied is not known here. A claimed run is settled from "
+        "its snapshot once the database is back, and is STALLED if it never moves; "
+        "look at the run before deciding again",
+    )
+
+
+async def _read_or_none(work: Awaitable[T]) -> T | None:
+    """`work`, or None when the database fails it: for what only adds to an answer."""
+    try:
+        return await work
+    except Exception as exc:
+        if not database_fault(exc):
+            raise
+        log.warning("the database failed a step after a decision", exc_info=exc)
+        return None
 
 
 async def _audit(

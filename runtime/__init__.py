@@ -2,6 +2,7 @@
 behind one interface (`AgentRuntime`), chosen per run by its `runtime`."""
 
 from suspended_runs.runtime.agents import AgentMap, load_agents
+from suspended_runs.runtime.background import Background
 from suspended_runs.runtime.claims import ClaimKeeper, now_ms
 from suspended_runs.runtime.errors import (
     AgentsNotLoadable,
@@ -23,6 +24,7 @@ __all__ = [
     "AgentRuntime",
     "AgentsNotLoadable",
     "ArgsRejected",
+    "Background",
     "Capabilities",
     "ClaimKeeper",
     "ConfigurationError",

@@ -9,6 +9,7 @@ process dies shows as STALLED instead of being run twice.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import typing
 import uuid
@@ -22,8 +23,14 @@ from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCa
 from pydantic_ai.run import AgentRunResult
 
 from suspended_runs.runtime.agents import AgentMap
+from suspended_runs.runtime.background import Background
 from suspended_runs.runtime.claims import ClaimKeeper
-from suspended_runs.runtime.errors import ArgsRejected, ResumeDataRejected, SnapshotMissing
+from suspended_runs.runtime.errors import (
+    ArgsRejected,
+    OutcomeUncertain,
+    ResumeDataRejected,
+    SnapshotMissing,
+)
 from suspended_runs.runtime.protocol import Capabilities, Continuation
 from suspended_runs.storage import (
     PYTHON_RUN_WORKFLOW,
@@ -34,20 +41,36 @@ from suspended_runs.storage import (
     Runtime,
     Storage,
     ToolCall,
+    database_fault,
 )
 
 log = logging.getLogger(__name__)
+
+_RECORD_RETRY = (0.5, 30.0)
+"""Seconds before the first retry of recording a result the database refused, and the
+longest wait between retries."""
+
+Messages = list[Any]
+"""pydantic-ai's message history as JSON data, as a snapshot keeps it."""
 
 
 class PythonRuntime:
     kind = Runtime.PYTHON
     capabilities = Capabilities(starts_runs=True, continues_each_decision=False, edits_args=True)
 
-    def __init__(self, agents: AgentMap, storage: Storage, claims: ClaimKeeper) -> None:
+    def __init__(
+        self,
+        agents: AgentMap,
+        storage: Storage,
+        claims: ClaimKeeper,
+        background: Background | None = None,
+    ) -> None:
         self.agents = agents
         self.storage = storage
         self.claims = claims
         self.clock = claims.clock
+        self.background = background or Background()
+        """Where results the database could not take wait to be recorded."""
 
     def serves(self, agent_id: str) -> bool:
         return agent_id in self.agents
@@ -80,7 +103,9 @@ class PythonRuntime:
             entry = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
             await self.storage.runs.claims.put_started(entry)
             return entry
-        entry = await self._rest(entry, result)
+        entry, messages = self._rest(entry, result)
+        if messages is not None:
+            entry = await self._put_snapshot(entry, messages)
         await self.storage.runs.claims.put_started(entry)
         return entry
 
@@ -104,21 +129,71 @@ class PythonRuntime:
         await self.storage.python_snapshots.record_decisions(decided)
 
     async def continue_run(self, continuation: Continuation) -> RunEntry:
-        """Continue a claimed, fully decided run to its next resting state, and record it."""
+        """Continue a claimed, fully decided run to its next resting state, and record it.
+
+        A database that fails as the result is recorded (the tools have run) raises
+        OutcomeUncertain, and the result is recorded in the background once the
+        database takes it: the run settles by itself, as it would have."""
         entry = continuation.claimed
+        stored = await self.storage.python_snapshots.messages(entry.run_id)
+        messages: Messages | None = None
         try:
             async with self.claims.kept(entry.run_id):
-                after = await self._continue(entry)
+                after, messages = await self._continue(entry, stored)
         except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
             log.warning("continuing a run failed", exc_info=exc, extra={"runId": entry.run_id})
             after = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
-        if not await self.claims.settle(after):
-            log.error("lost the claim of a run while continuing it", extra={"runId": entry.run_id})
+        try:
+            return await self._record(entry, after, messages)
+        except Exception as exc:
+            if not database_fault(exc):
+                raise
+            self.background.spawn(self._record_when_back(entry, after, messages))
+            raise OutcomeUncertain(
+                "the database failed as the run's result was recorded (its tools have "
+                "run); the result is recorded once the database is back"
+            ) from exc
+
+    async def _record(
+        self, claimed: RunEntry, after: RunEntry, messages: Messages | None
+    ) -> RunEntry:
+        """Write where a continued run came to rest: every step can be repeated."""
+        if messages is not None:
+            after = await self._put_snapshot(after, messages)
+        if not await self.claims.settle(after) and not await self._settled_as(after):
+            log.error("lost the claim of a run while continuing it", extra={"runId": after.run_id})
         if after.status is RunStatus.COMPLETED:
-            await self.storage.python_snapshots.delete(entry.run_id)  # as Mastra does
+            await self.storage.python_snapshots.delete(claimed.run_id)  # as Mastra does
         elif after.status is RunStatus.FAILED:
-            await self.storage.python_snapshots.mark_failed(entry.run_id)
+            await self.storage.python_snapshots.mark_failed(claimed.run_id)
         return after
+
+    async def _settled_as(self, after: RunEntry) -> bool:
+        """Whether the run already rests as `after` says (an earlier attempt wrote it)."""
+        current = await self.storage.runs.get(after.run_id)
+        return current is not None and current.claim is None and current.status is after.status
+
+    async def _record_when_back(
+        self, claimed: RunEntry, after: RunEntry, messages: Messages | None
+    ) -> None:
+        """Retry `_record` until the database takes it. The claim stays this process's
+        meanwhile (STALLED once its lease ends): if this process dies first, the run is
+        reported, never run again."""
+        wait, longest = _RECORD_RETRY
+        while True:
+            await asyncio.sleep(wait)
+            try:
+                await self._record(claimed, after, messages)
+            except Exception as exc:
+                if not database_fault(exc):
+                    raise
+                wait = min(wait * 2, longest)
+                continue
+            log.info(
+                "recorded a run's result once the database was back",
+                extra={"runId": claimed.run_id, "status": after.status.value},
+            )
+            return
 
     async def settle(self, claimed: RunEntry) -> RunEntry | None:
         """None: a Python run moves only through this server, whose continuation settles it
@@ -147,8 +222,9 @@ class PythonRuntime:
                 f"resume data does not fit {call.tool_name}'s result: {_problems(exc)}"
             ) from None
 
-    async def _continue(self, entry: RunEntry) -> RunEntry:
-        stored = await self.storage.python_snapshots.messages(entry.run_id)
+    async def _continue(
+        self, entry: RunEntry, stored: Messages | None
+    ) -> tuple[RunEntry, Messages | None]:
         if stored is None:
             raise SnapshotMissing("the run's snapshot is gone")
         results = DeferredToolResults()
@@ -168,13 +244,19 @@ class PythonRuntime:
             message_history=ModelMessagesTypeAdapter.validate_python(stored),
             deferred_tool_results=results,
         )
-        return await self._rest(entry, result)
+        return self._rest(entry, result)
 
-    async def _rest(self, entry: RunEntry, result: AgentRunResult[Any]) -> RunEntry:
-        """The entry where a run came to rest; a suspended run's snapshot is written here."""
+    def _rest(
+        self, entry: RunEntry, result: AgentRunResult[Any]
+    ) -> tuple[RunEntry, Messages | None]:
+        """The entry where a run came to rest, and the messages of a run that suspended
+        again (its next snapshot), not yet written."""
         output = result.output
         if not isinstance(output, DeferredToolRequests):
-            return entry.finished(RunStatus.COMPLETED, Outcome(output=_plain(output)), self.clock())
+            finished = entry.finished(
+                RunStatus.COMPLETED, Outcome(output=_plain(output)), self.clock()
+            )
+            return finished, None
         now = self.clock()
         resting = replace(
             entry,
@@ -185,6 +267,9 @@ class PythonRuntime:
             outcome=None,
         )
         messages = ModelMessagesTypeAdapter.dump_python(result.all_messages(), mode="json")
+        return resting, messages
+
+    async def _put_snapshot(self, resting: RunEntry, messages: Messages) -> RunEntry:
         snapshot_id = await self.storage.python_snapshots.put(resting, messages)
         return replace(resting, snapshot_id=snapshot_id)
 

@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from suspended_runs.runtime.demo import EXECUTIONS
+from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
 from suspended_runs.storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
 from tests.helpers import (
     APPROVE,
     DECLINE,
     RESUME,
     START,
+    Server,
     act,
     eventually,
     listed,
@@ -299,3 +306,109 @@ async def test_edited_args_on_a_mastra_run_are_refused_and_nothing_is_sent(gql, 
     result = await act(gql, APPROVE, runId=run_id, editedArgs={"x": 1})
     # No Mastra server is configured here either: the edit is refused before anything else.
     assert result["__typename"] in ("ArgsNotEditable", "ExecutorUnavailable"), result
+
+
+_GATED_AGENTS = '''
+"""An agent whose approved tool waits for a file: a test stops the database meanwhile."""
+import os
+import time
+from pathlib import Path
+
+from pydantic_ai import Agent, DeferredToolRequests
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import FunctionModel
+
+GATE = Path(os.environ["GATE_DIR"])
+
+
+def respond(messages, info):
+    if any(isinstance(part, ToolReturnPart) for part in getattr(messages[-1], "parts", [])):
+        return ModelResponse(parts=[TextPart("done")])
+    return ModelResponse(parts=[ToolCallPart("gated_tool", {})])
+
+
+agent = Agent(FunctionModel(respond), output_type=[str, DeferredToolRequests])
+
+
+@agent.tool_plain(requires_approval=True)
+def gated_tool() -> str:
+    (GATE / "started").touch()
+    deadline = time.monotonic() + 60
+    while not (GATE / "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with (GATE / "executions").open("a") as executions:
+        executions.write("ran\\n")
+    return "ran"
+
+
+agents = {"gated": agent}
+'''
+
+
+def test_a_database_killed_mid_approval_answers_outcome_unknown_and_the_run_settles(
+    server: Server, tmp_path: Path
+) -> None:
+    """The tool runs while the database is killed: the caller is told OutcomeUnknown (never
+    an internal error), and once the database is back the run settles by itself, with the
+    tool run once."""
+    (tmp_path / "gated_agents.py").write_text(_GATED_AGENTS)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    database = EmbeddedMongoDB(tmp_path / "database", cache_size="256M")
+    database.start()
+    try:
+        path = os.pathsep.join(p for p in [str(tmp_path), os.environ.get("PYTHONPATH")] if p)
+        server.env.update(
+            MONGODB_URI=database.uri,
+            AGENTS="gated_agents:agents",
+            PYTHONPATH=path,
+            GATE_DIR=str(gate),
+        )
+        server.start()
+        started = server.query(START, {"input": {"agentId": "gated", "prompt": "go"}})
+        run_id = started["data"]["startRun"]["run"]["runId"]
+        answers: list[httpx.Response] = []
+        approving = threading.Thread(
+            target=lambda: answers.append(
+                httpx.post(
+                    f"{server.url}/graphql",
+                    json={"query": APPROVE, "variables": {"input": {"runId": run_id}}},
+                    timeout=120,
+                )
+            )
+        )
+        approving.start()
+        _wait_for_file(gate / "started")
+        database.kill()
+        (gate / "go").touch()
+        approving.join(120)
+        body = answers[0].json()
+        assert "errors" not in body, body
+        result = body["data"]["approveToolCall"]
+        assert result["__typename"] == "OutcomeUnknown", result
+        assert "database" in result["message"]
+        database.start()  # the same data, on the same port
+        deadline = time.monotonic() + 90
+        status = None
+        while status != "COMPLETED" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            run = server.query(RUN_STATUS, {"runId": run_id})["data"]["agentRun"]
+            status = run and run["status"]
+        assert status == "COMPLETED"
+        assert run["output"] == "done"
+        assert (gate / "executions").read_text() == "ran\n"
+        assert "Traceback" not in server.log.read_text()
+    finally:
+        if server.process is not None:
+            server.stop()
+        database.stop()
+
+
+RUN_STATUS = "query($runId: ID!) { agentRun(runId: $runId) { status output } }"
+
+
+def _wait_for_file(path: Path, within: float = 60) -> None:
+    deadline = time.monotonic() + within
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
