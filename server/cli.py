@@ -8,15 +8,21 @@ import contextlib
 import importlib.metadata
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from suspended_runs.runtime import ConfigurationError
+from suspended_runs.server.errors import EmbeddedMongoDBError
 from suspended_runs.server.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    from suspended_runs.server.supervisor import EmbeddedSupervisor
 
 log = logging.getLogger(__name__)
 
@@ -25,13 +31,17 @@ _DATABASE_WAIT = 10.0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run a command; a setting it cannot use ends it with one line naming it, status 2."""
+    """Run a command; a setting it cannot use ends it with one line naming it, status 2,
+    and an embedded MongoDB that cannot be kept running with one line, status 1."""
     args = _parser().parse_args(argv)
     try:
         return _run(args)
     except ConfigurationError as exc:
         print(f"suspended-runs: {exc}", file=sys.stderr)
         return 2
+    except EmbeddedMongoDBError as exc:
+        print(f"suspended-runs: {exc}", file=sys.stderr)
+        return 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -89,18 +99,27 @@ def _version() -> str:
         return "unknown"
 
 
+@dataclass(slots=True)
+class _Database:
+    settings: Settings
+    """With a MONGODB_URI: the given one, or the embedded server's."""
+    supervisor: EmbeddedSupervisor | None = None
+    """What keeps the embedded server running, when `serve` started one."""
+
+
 @contextlib.contextmanager
-def _database(settings: Settings, *, reuse_running: bool) -> Iterator[Settings]:
-    """Settings with a MONGODB_URI: the given one, or an embedded server's."""
+def _database(settings: Settings, *, reuse_running: bool) -> Iterator[_Database]:
+    """The MongoDB to use: the given one, one already serving DATA_DIR (`reuse_running`),
+    or an embedded server started here and kept running while the block runs."""
     if settings.mongodb_uri is not None:
-        yield settings
+        yield _Database(settings)
         return
     from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
-    from suspended_runs.server.errors import EmbeddedMongoDBError
+    from suspended_runs.server.supervisor import EmbeddedSupervisor
 
     running = EmbeddedMongoDB.running_in(settings.data_dir) if reuse_running else None
     if running is not None:
-        yield settings.model_copy(update={"mongodb_uri": running})
+        yield _Database(settings.model_copy(update={"mongodb_uri": running}))
         return
     embedded = EmbeddedMongoDB(
         settings.data_dir,
@@ -114,9 +133,13 @@ def _database(settings: Settings, *, reuse_running: bool) -> Iterator[Settings]:
         raise ConfigurationError(
             f"the embedded MongoDB for DATA_DIR {settings.data_dir} did not start: {first_line}"
         ) from None
+    # A SIGTERM to this process stops `serve` in order; `_serve` then reports why.
+    supervisor = EmbeddedSupervisor(embedded, lambda: os.kill(os.getpid(), signal.SIGTERM))
+    supervisor.start()
     try:
-        yield settings.model_copy(update={"mongodb_uri": embedded.uri})
+        yield _Database(settings.model_copy(update={"mongodb_uri": embedded.uri}), supervisor)
     finally:
+        supervisor.stop()
         embedded.stop()
 
 
@@ -152,16 +175,22 @@ def _stopping_on_signals() -> Iterator[None]:
 
 
 def _serve(settings: Settings) -> int:
-    """Serve until a signal asks it to stop (status 0), then stop the embedded MongoDB."""
+    """Serve until a signal asks it to stop (status 0), then stop the embedded MongoDB;
+    raise EmbeddedMongoDBError when `serve` stopped because it could not keep that running."""
+    served: list[_Database] = []
     try:
         with _stopping_on_signals():
-            _serve_until_stopped(settings)
+            _serve_until_stopped(settings, served)
     except KeyboardInterrupt:  # a stop asked for before uvicorn served
         pass
+    gave_up = served[0].supervisor.gave_up if served and served[0].supervisor else None
+    if gave_up is not None:
+        raise EmbeddedMongoDBError(gave_up)
     return 0
 
 
-def _serve_until_stopped(settings: Settings) -> None:
+def _serve_until_stopped(settings: Settings, served: list[_Database]) -> None:
+    """Serve; `served` gets the database served on, once it is there."""
     import uvicorn
 
     from suspended_runs.server.app import create_app
@@ -176,9 +205,12 @@ def _serve_until_stopped(settings: Settings) -> None:
     try:
         if settings.mongodb_uri is None:
             usable_data_dir(settings.data_dir)
-        with _database(settings, reuse_running=False) as settings:
+        with _database(settings, reuse_running=False) as database:
+            served.append(database)
+            settings = database.settings
             assert settings.mongodb_uri is not None
-            app = create_app(settings)  # a setting it cannot use fails here, before serving
+            # A setting it cannot use fails here, before serving.
+            app = create_app(settings, embedded=database.supervisor)
             asyncio.run(_reachable(settings.mongodb_uri))
             port = sock.getsockname()[1]
             log.info("serving GraphQL", extra={"url": f"http://{settings.host}:{port}/graphql"})
@@ -225,9 +257,9 @@ def _reconcile(settings: Settings) -> int:
         finally:
             await storage.close()
 
-    with _database(settings, reuse_running=True) as settings:
-        assert settings.mongodb_uri is not None
-        report = asyncio.run(run(settings.mongodb_uri))
+    with _database(settings, reuse_running=True) as database:
+        assert database.settings.mongodb_uri is not None
+        report = asyncio.run(run(database.settings.mongodb_uri))
     print(json.dumps(report))
     return 0
 

@@ -46,6 +46,9 @@ journal as it next opens."""
 _STOPPING_NOTE_EVERY = 30.0
 """Seconds between log lines while the server stops."""
 _LOCKED = "already being managed by another process"
+_PANIC = b"WT_PANIC"
+"""What WiredTiger logs when its storage failed (a full disk, among others): the server
+process stays up, but answers every command with an internal error until restarted."""
 """What WiredTiger says when another process holds the data folder's lock."""
 _OPLOG_ENTRIES = 1_000_000
 """The oplog's cap (SecantusDB's default: 100,000). Entries still leave it after an hour
@@ -168,6 +171,12 @@ class EmbeddedMongoDB:
         self.cache_size = cache_size or default_cache_size()
         """Its WiredTiger cache ("1G", "512M")."""
         self.process: subprocess.Popen[bytes] | None = None
+        self._log_read = 0
+        """How far `panicked` has read the log: from this start of the server on."""
+
+    @property
+    def log_path(self) -> Path:
+        return self.data_dir / "embedded-mongodb.log"
 
     @property
     def uri(self) -> str:
@@ -235,7 +244,7 @@ class EmbeddedMongoDB:
     def _launch(self) -> None:
         if self.port == 0:
             self.port = free_port(self.host)
-        log_path = self.data_dir / "embedded-mongodb.log"
+        log_path = self.log_path
         command = [*_server_command(), "--host", self.host, "--port", str(self.port)]
         command += ["--storage-path", str(self.data_dir / "db"), "--log-level", "WARNING"]
         command += ["--oplog-max-entries", str(_OPLOG_ENTRIES)]
@@ -249,6 +258,7 @@ class EmbeddedMongoDB:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,  # a Ctrl-C reaches us, and we stop it in order
             )
+        self._log_read = logged
         self._wait_until_it_answers(log_path, logged)
         state = {"host": self.host, "port": self.port, "pid": self.process.pid}
         self.state_file.write_text(json.dumps({**state, "owner": os.getpid()}))
@@ -287,6 +297,30 @@ class EmbeddedMongoDB:
             f"the embedded MongoDB exited with {self.process.returncode} "
             f"(its log: {log_path}):\n{tail}"
         )
+
+    def panicked(self) -> bool:
+        """Whether the server's storage failed since it started (see `_PANIC`)."""
+        try:
+            with self.log_path.open("rb") as log_file:
+                start = max(0, self._log_read - len(_PANIC))  # a line cut in two is seen
+                log_file.seek(start)
+                written = log_file.read()
+        except OSError:
+            return False
+        self._log_read = start + len(written)
+        return _PANIC in written
+
+    def kill(self) -> None:
+        """Stop the server at once (SIGKILL): one whose storage failed cannot write a
+        checkpoint, and recovers from its journal as it next opens."""
+        process, self.process = self.process, None
+        if process is None:
+            return
+        self.state_file.unlink(missing_ok=True)
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
     def stop(self) -> None:
         process, self.process = self.process, None
