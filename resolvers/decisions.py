@@ -140,15 +140,7 @@ async def _apply(
     """Record the decision on the entry as it was seen, and carry it on; None when another
     decision on the run was recorded first."""
     call_id = call.tool_call_id or ""
-    decision = Decision(
-        request.action,
-        context.actor,
-        now,
-        request.reason,
-        request.resume_data,
-        request.edited_args,
-    )
-    decided = entry.with_decision(call_id, decision)
+    decided = entry.with_decision(call_id, _decision(context, request, now))
     last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
     claim = context.runtimes.claims.new_claim(now) if last else None
     try:
@@ -168,9 +160,8 @@ async def _apply(
         # Recorded, maybe claimed, and not continued: not continued without its record.
         return _in_doubt(decided, "the decision was recorded but not continued", exc)
     if claim is None:
-        outcome = RunDecided(decided, call_id)
-        await context.storage.decisions.add_outcome(record_id, kind(outcome), decided.status)
-        return outcome
+        await context.storage.decisions.add_outcome(record_id, "RunDecided", decided.status)
+        return RunDecided(decided, call_id)
     claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
     continuation = Continuation(claimed, entry, call_id)
     if not request.wait:
@@ -178,6 +169,17 @@ async def _apply(
         return RunDecided(claimed, call_id)
     # Shielded: a client that hangs up does not stop a continuation half-way.
     return await asyncio.shield(_carry_on(context, continuation, record_id))
+
+
+def _decision(context: Context, request: DecisionRequest, now: datetime) -> Decision:
+    return Decision(
+        request.action,
+        context.actor,
+        now,
+        request.reason,
+        request.resume_data,
+        request.edited_args,
+    )
 
 
 async def _carry_on(

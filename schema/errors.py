@@ -50,31 +50,19 @@ def classify(
     request_id: str | None = None,
     full: Callable[[BaseException | None], bool] = storage_full,
 ) -> GraphQLError:
-    """The error as the client reads it. A masked internal error carries `request_id` (in
-    `extensions.requestId`): the log lines of its request hold the same id. `full` tells
-    a database failure that a full disk caused."""
-    code = (error.extensions or {}).get("code")
-    if code in PUBLIC_CODES:
+    """The error as the client reads it; `full` tells a failure that a full disk caused.
+    A masked internal error carries `request_id`, as its request's log lines do."""
+    if (error.extensions or {}).get("code") in PUBLIC_CODES:
         return error
     if error.path is not None and full(error.original_error):
         log.warning("the database's storage is full", extra={"path": error.path})
-        return GraphQLError(
-            "the database's storage is full; try again once space is freed",
-            nodes=error.nodes,
-            path=error.path,
-            extensions={"code": FULL, "retryAfterSeconds": RETRY_AFTER_SECONDS},
-        )
+        return _retry(error, FULL, "the database's storage is full; try again once space is freed")
     if error.path is not None and database_unavailable(error.original_error):
         log.warning(
             "the database is unavailable",
             extra={"path": error.path, "errorType": type(error.original_error).__name__},
         )
-        return GraphQLError(
-            "the database is unavailable; try again",
-            nodes=error.nodes,
-            path=error.path,
-            extensions={"code": UNAVAILABLE, "retryAfterSeconds": RETRY_AFTER_SECONDS},
-        )
+        return _retry(error, UNAVAILABLE, "the database is unavailable; try again")
     if error.path is not None:
         # Raised while executing: nothing the client did wrong, and nothing it should read.
         log.error("internal error", exc_info=error.original_error, extra={"path": error.path})
@@ -96,3 +84,9 @@ def classify(
         nodes=error.nodes,
         extensions={**(error.extensions or {}), "code": code},
     )
+
+
+def _retry(error: GraphQLError, code: str, message: str) -> GraphQLError:
+    """An error a client answers by trying again, after `retryAfterSeconds`."""
+    extensions = {"code": code, "retryAfterSeconds": RETRY_AFTER_SECONDS}
+    return GraphQLError(message, nodes=error.nodes, path=error.path, extensions=extensions)

@@ -173,13 +173,7 @@ def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Star
     _warn_of_deprecated(settings)
     ide = settings.graphiql and not settings.production
     schema = build_schema(settings.limits, introspection=not settings.production)
-    graphql = GraphQLApp(
-        schema,
-        graphql_ide="graphiql" if ide else None,
-        allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
-        actor_header=settings.actor_header,
-        operations=OperationLabels(settings.metrics_max_operations),
-    )
+    graphql = _graphql_app(settings, schema, ide=ide)
     app = Starlette(
         routes=[
             Route(
@@ -203,6 +197,16 @@ def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Star
     )
     app.state.low_on_space = embedded.low_on_space if embedded else lambda: False
     return app
+
+
+def _graphql_app(settings: Settings, schema: Schema, *, ide: bool) -> GraphQLApp:
+    return GraphQLApp(
+        schema,
+        graphql_ide="graphiql" if ide else None,
+        allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
+        actor_header=settings.actor_header,
+        operations=OperationLabels(settings.metrics_max_operations),
+    )
 
 
 def _warn_of_deprecated(settings: Settings) -> None:

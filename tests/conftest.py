@@ -76,6 +76,16 @@ async def snapshots(db: AsyncDatabase[Document]) -> Any:
 
 
 @pytest.fixture
+def own_database(tmp_path: Path) -> Iterator[EmbeddedMongoDB]:
+    """An embedded MongoDB that the test starts, kills and starts again itself: no `serve`
+    supervises it (point a `Server` at it with MONGODB_URI)."""
+    database = EmbeddedMongoDB(tmp_path / "database", cache_size="256M")
+    database.start()
+    yield database
+    database.stop()
+
+
+@pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     """`suspended-runs serve` as a real process (not started yet), stopped after the test."""
     server = Server(tmp_path / "data")

@@ -346,7 +346,7 @@ agents = {"gated": agent}
 
 
 def test_a_database_killed_mid_approval_answers_outcome_unknown_and_the_run_settles(
-    server: Server, tmp_path: Path
+    own_database: EmbeddedMongoDB, server: Server, tmp_path: Path
 ) -> None:
     """The tool runs while the database is killed: the caller is told OutcomeUnknown (never
     an internal error), and once the database is back the run settles by itself, with the
@@ -354,54 +354,52 @@ def test_a_database_killed_mid_approval_answers_outcome_unknown_and_the_run_sett
     (tmp_path / "gated_agents.py").write_text(_GATED_AGENTS)
     gate = tmp_path / "gate"
     gate.mkdir()
-    database = EmbeddedMongoDB(tmp_path / "database", cache_size="256M")
-    database.start()
-    try:
-        path = os.pathsep.join(p for p in [str(tmp_path), os.environ.get("PYTHONPATH")] if p)
-        server.env.update(
-            MONGODB_URI=database.uri,
-            AGENTS="gated_agents:agents",
-            PYTHONPATH=path,
-            GATE_DIR=str(gate),
-        )
-        server.start()
-        started = server.query(START, {"input": {"agentId": "gated", "prompt": "go"}})
-        run_id = started["data"]["startRun"]["run"]["runId"]
-        answers: list[httpx.Response] = []
-        approving = threading.Thread(
-            target=lambda: answers.append(
-                httpx.post(
-                    f"{server.url}/graphql",
-                    json={"query": APPROVE, "variables": {"input": {"runId": run_id}}},
-                    timeout=120,
-                )
-            )
-        )
-        approving.start()
-        _wait_for_file(gate / "started")
-        database.kill()
-        (gate / "go").touch()
-        approving.join(120)
-        body = answers[0].json()
-        assert "errors" not in body, body
-        result = body["data"]["approveToolCall"]
-        assert result["__typename"] == "OutcomeUnknown", result
-        assert "database" in result["message"]
-        database.start()  # the same data, on the same port
-        deadline = time.monotonic() + 90
-        status = None
-        while status != "COMPLETED" and time.monotonic() < deadline:
-            time.sleep(0.5)
-            run = server.query(RUN_STATUS, {"runId": run_id})["data"]["agentRun"]
-            status = run and run["status"]
-        assert status == "COMPLETED"
-        assert run["output"] == "done"
-        assert (gate / "executions").read_text() == "ran\n"
-        assert "Traceback" not in server.log.read_text()
-    finally:
-        if server.process is not None:
-            server.stop()
-        database.stop()
+    path = os.pathsep.join(p for p in [str(tmp_path), os.environ.get("PYTHONPATH")] if p)
+    server.env.update(
+        MONGODB_URI=own_database.uri,
+        AGENTS="gated_agents:agents",
+        PYTHONPATH=path,
+        GATE_DIR=str(gate),
+    )
+    server.start()
+    started = server.query(START, {"input": {"agentId": "gated", "prompt": "go"}})
+    run_id = started["data"]["startRun"]["run"]["runId"]
+    approving, answers = _approving(server, run_id)
+    _wait_for_file(gate / "started")
+    own_database.kill()
+    (gate / "go").touch()
+    approving.join(120)
+    body = answers[0].json()
+    assert "errors" not in body, body
+    result = body["data"]["approveToolCall"]
+    assert result["__typename"] == "OutcomeUnknown", result
+    assert "database" in result["message"]
+    own_database.start()  # the same data, on the same port
+    run = _completed(server, run_id)
+    assert run["output"] == "done"
+    assert (gate / "executions").read_text() == "ran\n"
+    assert "Traceback" not in server.log.read_text()
+
+
+def _approving(server: Server, run_id: str) -> tuple[threading.Thread, list[httpx.Response]]:
+    """An approval of `run_id` sent from a thread; its answer lands in the list."""
+    answers: list[httpx.Response] = []
+    body = {"query": APPROVE, "variables": {"input": {"runId": run_id}}}
+    approving = threading.Thread(
+        target=lambda: answers.append(httpx.post(f"{server.url}/graphql", json=body, timeout=120))
+    )
+    approving.start()
+    return approving, answers
+
+
+def _completed(server: Server, run_id: str, within: float = 90) -> Any:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        run = server.query(RUN_STATUS, {"runId": run_id})["data"]["agentRun"]
+        if run and run["status"] == "COMPLETED":
+            return run
+        time.sleep(0.5)
+    raise AssertionError(f"run {run_id} did not complete within {within:g}s")
 
 
 RUN_STATUS = "query($runId: ID!) { agentRun(runId: $runId) { status output } }"

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import signal
-from pathlib import Path
 
 import httpx
 
+from suspended_runs.server.embedded_mongodb import EmbeddedMongoDB
 from suspended_runs.server.logs import JsonFormatter
 from suspended_runs.storage import RunIndex
-from tests.helpers import Server, embedded_pid
+from tests.helpers import Server
 
 
 async def test_internal_errors_are_masked_and_logged(gql, monkeypatch, caplog) -> None:
@@ -56,11 +54,13 @@ LIST = "{ suspendedRuns { total runs { runId } } }"
 
 
 def test_a_read_while_the_database_is_killed_answers_database_unavailable(
-    server: Server, tmp_path: Path
+    own_database: EmbeddedMongoDB, server: Server
 ) -> None:
+    # A database no `serve` supervises: it stays down (tests/server/test_supervisor.py).
+    server.env["MONGODB_URI"] = own_database.uri
     server.start()
     assert httpx.post(f"{server.url}/graphql", json={"query": LIST}).status_code == 200
-    os.kill(embedded_pid(tmp_path / "data"), signal.SIGKILL)
+    own_database.kill()
     posted = httpx.post(f"{server.url}/graphql", json={"query": LIST}, timeout=60)
     assert posted.status_code == 200  # a POST of application/json: the error says it
     [error] = posted.json()["errors"]
