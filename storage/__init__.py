@@ -19,6 +19,7 @@ from suspended_runs.storage.follower.reconcile import ReconcileReport
 from suspended_runs.storage.index.entry import Action, Claim, Decision, Outcome, RunEntry, ToolCall
 from suspended_runs.storage.index.filters import Cursor, RunFilter
 from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.persisted_queries import PersistedQueryStore
 from suspended_runs.storage.snapshots.extraction import extract_entry, parse_snapshot
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.snapshots.states import UNREADABLE
@@ -58,6 +59,7 @@ __all__ = [
     "KeyUse",
     "MalformedSnapshot",
     "Outcome",
+    "PersistedQueryStore",
     "PythonSnapshots",
     "ReconcileReport",
     "RunEntry",

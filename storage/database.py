@@ -11,12 +11,14 @@ from pymongo.asynchronous.database import AsyncDatabase
 from suspended_runs.storage.audit.decision_log import DecisionLog
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
 from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.persisted_queries import PersistedQueryStore
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
     DURABLE,
     FOLLOWER_STATE_COLLECTION,
     IDEMPOTENCY_COLLECTION,
+    PERSISTED_QUERIES_COLLECTION,
     RUNS_COLLECTION,
     SNAPSHOTS_COLLECTION,
     Document,
@@ -38,6 +40,7 @@ class Storage:
     follower: SnapshotFollower
     python_snapshots: PythonSnapshots
     decisions: DecisionLog
+    persisted_queries: PersistedQueryStore
 
     @classmethod
     def open(
@@ -51,6 +54,7 @@ class Storage:
         poll_overlap: timedelta = timedelta(minutes=5),
         instance: str | None = None,
         follower_lease: timedelta = timedelta(seconds=5),
+        persisted_queries_max: int = 10_000,
     ) -> Storage:
         """`instance` names this process in the follower lease (`follower_lease` long)."""
         client = connect(uri)
@@ -75,12 +79,16 @@ class Storage:
                 db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
             ),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
+            persisted_queries=PersistedQueryStore(
+                db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max
+            ),
         )
 
     async def ensure_indexes(self) -> None:
         await self.runs.ensure_indexes()
         await self.follower.ensure_indexes()
         await self.decisions.ensure_indexes()
+        await self.persisted_queries.ensure_indexes()
 
     async def ping(self) -> bool:
         await self.db.command("ping")

@@ -31,6 +31,9 @@ DECISIONS_COLLECTION = "suspended_runs_decisions"
 IDEMPOTENCY_COLLECTION = "suspended_runs_idempotency"
 """First answers by idempotency key (the key is the `_id`, so a key is taken once)."""
 
+PERSISTED_QUERIES_COLLECTION = "suspended_runs_persisted_queries"
+"""GraphQL documents by their SHA-256 (storage/persisted_queries.py)."""
+
 MASTRA_RUN_WORKFLOWS = ("agentic-loop", "durable-agentic-loop")
 """Workflow names of Mastra agent runs. Their `executionWorkflow` siblings are not runs."""
 
