@@ -9,24 +9,17 @@ import functools
 import logging
 import os
 import socket
-import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
-from cross_web import HTTPException
-from graphql import GraphQLError, OperationDefinitionNode
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.middleware.cors import CORSMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import Route
-from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse
-from strawberry.types import ExecutionResult
 
-from suspended_runs.resolvers import Context, Principal, RequestBudget, expire_forever
+from suspended_runs.resolvers import expire_forever
 from suspended_runs.runtime import (
     AgentMap,
     Background,
@@ -38,25 +31,23 @@ from suspended_runs.runtime import (
     Runtimes,
     load_agents,
 )
-from suspended_runs.runtime.metrics import REQUEST_SECONDS, OperationLabels
+from suspended_runs.runtime.metrics import OperationLabels
 from suspended_runs.schema import (
-    FULL,
-    RETRY_AFTER_SECONDS,
-    UNAVAILABLE,
     Schema,
     build_schema,
-    classify,
 )
-from suspended_runs.server import inbox
-from suspended_runs.server.auth import API_KEY_HEADER, Authenticator, load_api_keys
+from suspended_runs.server import graphiql, inbox
+from suspended_runs.server.auth import Authenticator, load_api_keys
+from suspended_runs.server.cors import Cors
 from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
+from suspended_runs.server.graphql_view import GraphQLApp
 from suspended_runs.server.health import healthz, readyz
-from suspended_runs.server.json_body import decode_json_object
-from suspended_runs.server.logs import REQUEST_ID_HEADER, RequestLog, current_request_id
+from suspended_runs.server.logs import RequestLog
 from suspended_runs.server.metrics import metrics_app
+from suspended_runs.server.persisted_queries import PersistedQueries, load_manifest
 from suspended_runs.server.settings import Settings
-from suspended_runs.storage import Runtime, Storage, database_fault, storage_full
+from suspended_runs.storage import Runtime, Storage
 
 log = logging.getLogger(__name__)
 
@@ -71,96 +62,6 @@ _MAX_ACTOR = 200
 _DRAIN_SECONDS = 30.0
 
 
-class GraphQLApp(GraphQL[Context, None]):
-    def __init__(
-        self, *args: Any, actor_header: str, operations: OperationLabels, **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.actor_header, self.operations = actor_header, operations
-
-    async def get_context(self, request: Any, response: Any) -> Context:
-        request.state.sub_response = response  # for process_result's status
-        principal: Principal = request.state.principal
-        actor = principal.subject
-        if not principal.authenticated:
-            # An open server: the caller may name themselves, as a name no key or token
-            # subject (`key:`, `jwt:`) can be mistaken for.
-            named = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
-            actor = f"anonymous:{named}" if named else "anonymous"
-        return Context(
-            storage=request.app.state.storage,
-            runtimes=request.app.state.runtimes,
-            principal=principal,
-            policy=request.app.state.policy,
-            budget=RequestBudget(request.app.state.limits),
-            actor=actor or "anonymous",
-        )
-
-    def decode_json(self, data: str | bytes) -> object:
-        """A request body (or GET `variables`) is a JSON object no deeper than
-        `MAX_JSON_DEPTH`; anything else is a bad request (400), which Strawberry would
-        otherwise answer with a 500 (non-UTF-8 bytes, a bare number, deep nesting)."""
-        return decode_json_object(data)
-
-    async def parse_http_body(self, request: Any) -> Any:
-        """Strawberry checks the types of `query`, `variables` and `extensions`, not
-        `operationName`: a list or an object there would reach execution."""
-        data = await super().parse_http_body(request)
-        for item in data if isinstance(data, list) else [data]:
-            if not isinstance(item.operation_name, str | None):
-                raise HTTPException(400, "operationName must be a string or null")
-        return data
-
-    async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
-        """One operation, timed by its name (runtime/metrics.py)."""
-        started, result = time.perf_counter(), None
-        try:
-            result = await super().execute_single(*args, **kwargs)
-            return result
-        finally:
-            data, context = kwargs.get("request_data"), kwargs.get("context")
-            query = getattr(data, "query", None)
-            name = getattr(data, "operation_name", None) or self._named(query)
-            role = getattr(getattr(context, "principal", None), "role", None)
-            executed = isinstance(result, ExecutionResult) and not result.errors
-            label = self.operations.label(name, executed=executed and role is not None)
-            REQUEST_SECONDS.labels(operation=label).observe(time.perf_counter() - started)
-
-    async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
-        if result.errors:
-            request_id = current_request_id()
-            low_on_space: Callable[[], bool] = request.app.state.low_on_space
-
-            def full(exc: BaseException | None) -> bool:
-                return storage_full(exc) or (database_fault(exc) and low_on_space())
-
-            result.errors = [
-                classify(error, request_id=request_id, full=full) for error in result.errors
-            ]
-            codes = {(error.extensions or {}).get("code") for error in result.errors}
-            sub_response = getattr(request.state, "sub_response", None)
-            retry = codes & {UNAVAILABLE, FULL}
-            if retry and request.method == "GET" and sub_response is not None:
-                # A GET is a read a client may repeat: the HTTP status says so (a POST of
-                # application/json keeps 200 with the error, as GraphQL over HTTP has it).
-                sub_response.status_code = 503
-                sub_response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return await super().process_result(request, result)
-
-    def _named(self, query: str | None) -> str | None:
-        """The name of a document's one operation (what a client that sends no
-        operationName runs), for the request metrics; None for an anonymous one or a
-        document that fails."""
-        schema = self.schema
-        assert isinstance(schema, Schema)
-        try:
-            document = schema.query_cache.document(query or "", schema.max_tokens)
-        except GraphQLError:
-            return None
-        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-        return operations[0].name.value if len(operations) == 1 and operations[0].name else None
-
-
 def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Starlette:
     """The app for `settings`. Raises ConfigurationError for a setting it cannot use.
     `embedded` watches the disk of the embedded MongoDB that `serve` started, if it did."""
@@ -171,29 +72,29 @@ def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Star
     agents = load_agents(settings.agents)
     authenticator = _authenticator(settings)
     _warn_of_deprecated(settings)
-    ide = settings.graphiql and not settings.production
-    schema = build_schema(settings.limits, introspection=not settings.production)
-    graphql = _graphql_app(settings, schema, ide=ide)
+    manifest = _manifest(settings)
+    # Trusted documents run no document of a caller's own: no IDE, no introspection.
+    open_documents = not settings.production and not settings.persisted_queries_only
+    ide = settings.graphiql and open_documents
+    schema = build_schema(settings.limits, introspection=open_documents)
+    graphql = ConditionalGets(
+        _graphql_app(settings, schema, ide=ide), schema, deployment=",".join(sorted(agents))
+    )
     app = Starlette(
         routes=[
             Route(
                 "/graphql",
-                PrivateAnswers(
-                    AuthGate(
-                        ConditionalGets(graphql, schema, deployment=",".join(sorted(agents))),
-                        authenticator,
-                        ide=ide,
-                    )
-                ),
+                PrivateAnswers(AuthGate(graphql, authenticator, ide=ide)),
                 methods=["GET", "POST"],
             ),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_app(authenticator), methods=["GET"]),
             *inbox.routes(),
+            *(graphiql.routes() if ide else []),
         ],
         middleware=_middleware(settings),
-        lifespan=functools.partial(_lifespan, settings=settings, agents=agents),
+        lifespan=functools.partial(_lifespan, settings=settings, agents=agents, manifest=manifest),
     )
     app.state.low_on_space = embedded.low_on_space if embedded else lambda: False
     return app
@@ -206,7 +107,20 @@ def _graphql_app(settings: Settings, schema: Schema, *, ide: bool) -> GraphQLApp
         allow_queries_via_get=True,  # mutations over GET are refused by Strawberry
         actor_header=settings.actor_header,
         operations=OperationLabels(settings.metrics_max_operations),
+        max_batch=settings.max_batch_operations,
     )
+
+
+def _manifest(settings: Settings) -> dict[str, str]:
+    """The trusted documents of PERSISTED_QUERIES_FILE (hash -> document)."""
+    if settings.persisted_queries_file is None:
+        if settings.persisted_queries_only:
+            raise ConfigurationError(
+                "PERSISTED_QUERIES_ONLY=true needs PERSISTED_QUERIES_FILE, the manifest of "
+                "the operations to run (persisted-query-manifest.json)"
+            )
+        return {}
+    return load_manifest(settings.persisted_queries_file)
 
 
 def _warn_of_deprecated(settings: Settings) -> None:
@@ -252,24 +166,18 @@ def _middleware(settings: Settings) -> list[Middleware]:
         Middleware(TrustedHostMiddleware, allowed_hosts=hosts, www_redirect=False),
         Middleware(BodyLimit, max_bytes=settings.max_request_bytes),
     ]
-    if settings.cors_origin_list:
-        allowed_headers = ["authorization", "content-type", API_KEY_HEADER, settings.actor_header]
-        allowed_headers.append("if-none-match")  # conditional polls (server/etag.py)
-        middleware.append(
-            Middleware(
-                CORSMiddleware,
-                allow_origins=settings.cors_origin_list,
-                allow_methods=["GET", "POST"],
-                allow_headers=[*allowed_headers, REQUEST_ID_HEADER],
-                expose_headers=[REQUEST_ID_HEADER, "ETag"],
-                max_age=600,
-            )
-        )
+    # Always: with no CORS_ORIGINS, a preflight is refused (403), not a 405.
+    extra_headers = [settings.actor_header, *settings.cors_header_list]
+    middleware.append(
+        Middleware(Cors, origins=settings.cors_origin_list, extra_headers=extra_headers)
+    )
     return middleware
 
 
 @contextlib.asynccontextmanager
-async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> AsyncIterator[None]:
+async def _lifespan(
+    app: Starlette, *, settings: Settings, agents: AgentMap, manifest: dict[str, str]
+) -> AsyncIterator[None]:
     """One MongoDB client, its indexes, the runtimes, and the snapshot follower."""
     instance = _instance_id(settings)
     storage = _open_storage(settings, instance)
@@ -277,23 +185,18 @@ async def _lifespan(app: Starlette, *, settings: Settings, agents: AgentMap) -> 
     claims = ClaimKeeper(storage.runs, instance, settings.claim_lease)
     mastra_client = MastraClient(settings.mastra_servers)
     background = Background()
-    runtimes = Runtimes(
-        claims,
-        {
-            Runtime.PYTHON: PythonRuntime(agents, storage, claims, background),
-            Runtime.MASTRA: MastraRuntime(mastra_client, storage, claims),
-        },
-        background,
-    )
+    python = PythonRuntime(agents, storage, claims, background)
+    mastra = MastraRuntime(mastra_client, storage, claims)
+    runtimes = Runtimes(claims, {Runtime.PYTHON: python, Runtime.MASTRA: mastra}, background)
     follower_task = asyncio.create_task(storage.follower.run(), name="snapshot-follower")
     follower_task.add_done_callback(_report_follower_end)
-    app.state.storage, app.state.runtimes, app.state.follower_task = (
-        storage,
-        runtimes,
-        follower_task,
+    app.state.storage, app.state.runtimes = storage, runtimes
+    app.state.follower_task = follower_task
+    app.state.persisted_queries = PersistedQueries(
+        storage.persisted_queries, only=settings.persisted_queries_only, manifest=manifest
     )
-    app.state.policy = policy = settings.decision_policy
-    app.state.limits = settings.request_limits
+    app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
+    policy = app.state.policy
     expiry = None
     if policy.timeout is not None or policy.agent_timeouts:
         expiry = asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry")
@@ -321,6 +224,7 @@ def _open_storage(settings: Settings, instance: str) -> Storage:
         poll_overlap=timedelta(seconds=settings.sync_poll_overlap_seconds),
         instance=instance,
         follower_lease=timedelta(seconds=settings.follower_lease_seconds),
+        persisted_queries_max=settings.persisted_queries_max,
     )
 
 

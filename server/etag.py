@@ -14,6 +14,7 @@ when time alone changes an answer), a repeat is answered 304 without executing. 
 write anywhere, the next poll of each request executes once and is 304 again when its
 answer did not change (docs/operating.md, "Conditional polls", has both rates).
 
+A GET that names a persisted query by its hash alone is tagged as its document would be.
 Only operations whose every root field reads the run index alone are tagged
 (`CACHEABLE_FIELDS`); anything else (mutations, the decision log, introspection) is
 executed as always. An answer is tagged only when it is a 200 without `errors`.
@@ -44,6 +45,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from suspended_runs.resolvers import Principal
 from suspended_runs.runtime.metrics import NOT_MODIFIED
 from suspended_runs.schema import Schema
+from suspended_runs.server.persisted_queries import PersistedQueries, hash_of_request
 from suspended_runs.storage import Storage
 
 log = logging.getLogger(__name__)
@@ -87,11 +89,11 @@ class ConditionalGets:
         if scope["method"] != "GET":
             return None
         params = QueryParams(scope.get("query_string", b""))
-        query = params.get("query")
-        if not query or not self._cacheable(query, params.get("operationName")):
-            return None
         storage: Storage = scope["app"].state.storage
         try:
+            query = params.get("query") or await self._persisted(scope, params)
+            if not query or not self._cacheable(query, params.get("operationName")):
+                return None
             version = await storage.runs.version(within=VERSION_AGE)
         except PyMongoError:
             return None  # the operation answers (or reports) the outage itself
@@ -99,6 +101,12 @@ class ConditionalGets:
         parts = [self.deployment, caller, query, params.get("variables") or ""]
         parts.append(params.get("operationName") or "")
         return _digest(json.dumps(parts).encode()), version.token
+
+    async def _persisted(self, scope: Scope, params: QueryParams) -> str | None:
+        """The document a GET names by its hash alone (a persisted query), if known."""
+        sha = hash_of_request(params.get("extensions"))
+        persisted: PersistedQueries = scope["app"].state.persisted_queries
+        return None if sha is None else await persisted.lookup(sha)
 
     def _cacheable(self, query: str, operation_name: str | None) -> bool:
         try:

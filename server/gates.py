@@ -17,17 +17,26 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from suspended_runs.resolvers import Principal
 from suspended_runs.server.auth import Authenticator
 from suspended_runs.server.errors import Unauthenticated
+from suspended_runs.server.media_types import GRAPHQL_RESPONSE_JSON, JSON, negotiate
 
 log = logging.getLogger(__name__)
 
 NOBODY = Principal(subject="anonymous", role=None, authenticated=False)
 
 
-def graphql_error(status: int, code: str, message: str) -> JSONResponse:
+def graphql_error(
+    status: int, code: str, message: str, *, media_type: str | None = JSON
+) -> JSONResponse:
+    """A refusal as GraphQL JSON in `media_type` (`application/graphql-response+json`
+    has no `data` entry for a request that was not executed)."""
+    body: dict[str, object] = {"errors": [{"message": message, "extensions": {"code": code}}]}
+    if media_type != GRAPHQL_RESPONSE_JSON:
+        body = {"data": None, **body}
     return JSONResponse(
-        {"data": None, "errors": [{"message": message, "extensions": {"code": code}}]},
+        body,
         status_code=status,
         headers={"WWW-Authenticate": "Bearer"} if status == 401 else None,
+        media_type=f"{media_type or JSON}; charset=utf-8",
     )
 
 
@@ -50,7 +59,10 @@ class AuthGate:
             principal = await self.authenticator.authenticate(headers)
         except Unauthenticated as exc:
             log.warning("refused a request", extra={"reason": str(exc)})
-            await graphql_error(401, "UNAUTHENTICATED", str(exc))(scope, receive, send)
+            refusal = graphql_error(
+                401, "UNAUTHENTICATED", str(exc), media_type=negotiate(headers.get("accept"))
+            )
+            await refusal(scope, receive, send)
             return
         scope.setdefault("state", {})["principal"] = principal
         await self.app(scope, receive, send)
@@ -86,9 +98,11 @@ def _asks_for_the_ide(scope: Scope, headers: Headers) -> bool:
     """Whether Strawberry will answer with the GraphiQL page, never run an operation: a GET
     with no `query` parameter, read from the parsed parameters as Strawberry reads them
     (`%71uery=` is `query=`), that accepts HTML."""
+    params = QueryParams(scope.get("query_string", b""))
     return (
         scope["method"] == "GET"
-        and "query" not in QueryParams(scope.get("query_string", b""))
+        and "query" not in params
+        and "extensions" not in params  # a persisted query, run by its hash
         and "text/html" in headers.get("accept", "")
     )
 
@@ -146,7 +160,10 @@ class BodyLimit:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         message = f"the request body is over {self.max_bytes} bytes"
-        await graphql_error(413, "PAYLOAD_TOO_LARGE", message)(scope, receive, send)
+        media_type = negotiate(Headers(scope=scope).get("accept"))
+        await graphql_error(413, "PAYLOAD_TOO_LARGE", message, media_type=media_type)(
+            scope, receive, send
+        )
 
 
 class _TooLarge(Exception):

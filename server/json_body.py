@@ -29,9 +29,28 @@ def depth(text: str) -> int:
     return deepest
 
 
+def decode_json_request(data: str | bytes) -> dict[str, object] | list[dict[str, object]]:
+    """The JSON object in `data`, or the array of objects of a batch. Anything else (not
+    UTF-8, not JSON, too deep, a value that is neither) raises JSONDecodeError, which
+    Strawberry answers with a 400."""
+    value = _decode(data)
+    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+        return value
+    if not isinstance(value, dict):
+        raise _malformed("the request body is not a JSON object or an array of them")
+    return value
+
+
 def decode_json_object(data: str | bytes) -> dict[str, object]:
     """The JSON object in `data`. Anything else (not UTF-8, not JSON, too deep, a value
     that is not an object) raises JSONDecodeError, which Strawberry answers with a 400."""
+    value = _decode(data)
+    if not isinstance(value, dict):
+        raise _malformed("the request body is not a JSON object")
+    return value
+
+
+def _decode(data: str | bytes) -> object:
     if isinstance(data, bytes):
         try:
             data = data.decode()
@@ -39,10 +58,7 @@ def decode_json_object(data: str | bytes) -> dict[str, object]:
             raise _malformed("the request body is not UTF-8") from None
     if depth(data) > MAX_JSON_DEPTH:
         raise _malformed(f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels")
-    value = json.loads(data)
-    if not isinstance(value, dict):
-        raise _malformed("the request body is not a JSON object")
-    return value
+    return json.loads(data)
 
 
 def _malformed(reason: str) -> json.JSONDecodeError:

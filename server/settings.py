@@ -102,6 +102,19 @@ class Settings(BaseSettings):
         False, description="Production without API keys or JWT: everyone an anonymous admin."
     )
     cors_origins: str = Field("", description="Comma-separated origins allowed by CORS.")
+    cors_allow_headers: str = Field(
+        "", description="Comma-separated request headers CORS allows besides the defaults."
+    )
+    persisted_queries_max: int = Field(
+        10_000, ge=1, description="Automatic persisted queries kept (least recently used go)."
+    )
+    persisted_queries_only: bool = Field(
+        False, description="Trusted documents: run only those in PERSISTED_QUERIES_FILE."
+    )
+    persisted_queries_file: Path | None = Field(
+        None, description="An Apollo persisted-query manifest (persisted-query-manifest.json)."
+    )
+    max_batch_operations: int = Field(10, ge=1, description="Operations in one batched request.")
     allowed_hosts: str = Field(
         "", description="Comma-separated Host names served (*.example.com, * for any)."
     )
@@ -182,6 +195,10 @@ class Settings(BaseSettings):
     @property
     def cors_origin_list(self) -> list[str]:
         return _split(self.cors_origins)
+
+    @property
+    def cors_header_list(self) -> list[str]:
+        return [name.lower() for name in _split(self.cors_allow_headers)]
 
     @property
     def allowed_host_list(self) -> list[str] | None:

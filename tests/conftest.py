@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import Browser, sync_playwright
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
@@ -19,7 +21,17 @@ from suspended_runs.server import EmbeddedMongoDB, Settings
 from suspended_runs.server.auth import new_api_key
 from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document
 from tests.builders import KEYS, LIST, SECRET_SETTING, bearer, post, token
-from tests.helpers import Gql, Server, eventually, make_gql, running_app, suspended_doc
+from tests.helpers import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    CLIENTS_DIR,
+    Gql,
+    Server,
+    eventually,
+    make_gql,
+    running_app,
+    suspended_doc,
+)
 from tests.mastra_peer import PEER_DB, MastraPeer, node_binary
 
 
@@ -106,6 +118,14 @@ def peer_node() -> Path:
 
 
 @pytest.fixture(scope="session")
+def clients_node(peer_node: Path) -> Path:
+    """The Node.js that runs tests/graphql_clients (scripts/install-graphql-clients)."""
+    if not (CLIENTS_DIR / "node_modules" / "graphql-http").exists():
+        pytest.fail("the GraphQL clients are not installed: run scripts/install-graphql-clients")
+    return peer_node
+
+
+@pytest.fixture(scope="session")
 def peer(
     peer_node: Path, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[MastraPeer]:
@@ -157,3 +177,16 @@ async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> d
 
     await eventually(all_listed, within=2)
     return {"client": client, "keys": keys, "admin": admin}
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium, driven by Playwright, for a module's page tests."""
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        if os.environ.get("SKIP_BROWSER_TESTS"):
+            pytest.skip("SKIP_BROWSER_TESTS is set and chromium is not installed")
+        pytest.fail("chromium is not installed: apt-get install chromium (scripts/test does)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -297,3 +297,35 @@ class ThreadedServer:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(30)
+
+
+CLIENTS_DIR = ROOT / "tests" / "graphql_clients"
+"""GraphQL clients and suites this project did not write (scripts/install-graphql-clients)."""
+
+
+def node_client(node: Path, script: str, *args: str, cwd: Path = CLIENTS_DIR) -> Any:
+    """Runs `script` of CLIENTS_DIR with `node`; what it printed last, as JSON."""
+    done = subprocess.run(
+        [str(node), str(CLIENTS_DIR / script), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+CHROMIUM = "/usr/bin/chromium"
+"""Debian's chromium (scripts/test installs it), which Playwright drives in page tests."""
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]

@@ -69,3 +69,21 @@ export function operatorMutation(action) {
     ... on WrongRunStatus { status } ... on Forbidden { neededRole } ${unknown}
   } }`;
 }
+
+/**
+ * Every document the page sends. server/static/persisted-operations.json lists them
+ * (tests/graphql_clients/inbox_manifest.mjs writes it, and a test checks it is current),
+ * so a server that runs only trusted documents still runs the page.
+ */
+export function everyOperation() {
+  return [
+    VIEWER,
+    waitingQuery(),
+    runsQuery(),
+    RUN_DECISIONS,
+    ...Object.keys(MUTATIONS).map(decisionMutation),
+    decideManyMutation(),
+    operatorMutation("RELEASE"),
+    operatorMutation("CANCEL"),
+  ];
+}

@@ -74,4 +74,4 @@ async def test_queries_over_get_work_and_mutations_over_get_do_not(client) -> No
     assert ok.status_code == 200
     assert ok.json() == {"data": {"suspendedRuns": {"total": 0}}}
     refused = await client.get("/graphql", params={"query": "mutation { x }"})
-    assert refused.status_code == 400
+    assert refused.status_code == 405  # GraphQL over HTTP: Method Not Allowed

@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,7 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, Request, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Request, expect
 from pymongo import MongoClient
 
 from suspended_runs.server import Settings
@@ -32,35 +31,15 @@ from suspended_runs.server.inbox import CONTENT_SECURITY_POLICY
 from suspended_runs.storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
 from tests.helpers import ROOT, ThreadedServer, load_snapshots
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOT = ROOT / "docs" / "inbox.png"
 KEYS = {"alice": "admin", "bob": "approver", "vera": "viewer"}
 """API key names and roles; each key is `key-<name>`, and sees every run."""
 START = "mutation($input: StartRunInput!) { startRun(input: $input) { ... on RunStarted { run { runId toolCalls { toolCallId } } } } }"  # noqa: E501
 
+MANIFEST = {"format": "apollo-persisted-query-manifest", "version": 1}
+ALICE = {"X-API-Key": "key-alice"}
+
 expect.set_options(timeout=15_000)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        if os.environ.get("SKIP_BROWSER_TESTS"):
-            pytest.skip("SKIP_BROWSER_TESTS is set and chromium is not installed")
-        pytest.fail("chromium is not installed: apt-get install chromium (scripts/test does)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -139,12 +118,22 @@ def sign_in(page: Page, credential: str) -> None:
 
 
 @pytest.fixture
-def inbox(browser: Browser, mongo_uri: str, keys_file: Path) -> Iterator[Inbox]:
+def inbox(
+    request: pytest.FixtureRequest, browser: Browser, mongo_uri: str, keys_file: Path
+) -> Iterator[Inbox]:
+    """`{"trusted": True}` as the parameter: a server of trusted documents, whose
+    manifest holds only the test's own START (the page's operations are always allowed)."""
     name = f"inbox_{uuid.uuid4().hex[:10]}"
     client: MongoClient[Any] = MongoClient(mongo_uri, tz_aware=True)
     settings = Settings(
         mongodb_uri=mongo_uri, mongodb_db=name, sync_poll_interval=0.2, api_keys_file=keys_file
     )
+    if getattr(request, "param", {}).get("trusted"):
+        manifest = keys_file.parent / f"{name}-manifest.json"
+        operation = {"id": hashlib.sha256(START.encode()).hexdigest(), "body": START}
+        manifest.write_text(json.dumps({**MANIFEST, "operations": [operation]}))
+        update = {"persisted_queries_only": True, "persisted_queries_file": manifest}
+        settings = settings.model_copy(update=update)
     try:
         with ThreadedServer(settings) as url:
             inbox = Inbox(url, client[name], browser)
@@ -292,6 +281,21 @@ def _screenshot(page: Page, tmp_path: Path) -> None:
     target = SCREENSHOT if os.environ.get("UPDATE_INBOX_SCREENSHOT") else tmp_path / "inbox.png"
     page.screenshot(path=str(target))
     assert target.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("inbox", [{"trusted": True}], indirect=True)
+def test_the_page_works_on_a_server_that_runs_only_trusted_documents(inbox: Inbox) -> None:
+    run = inbox.start("file-cleaner", "please delete /tmp/report.txt")
+    page = inbox.open("alice")
+    card(page, run["runId"]).get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page).locator("li").first).to_contain_text("Approved delete_file.")
+    page.get_by_role("link", name="Recent").click()
+    expect(card(page, run["runId"]).locator(".badge.state")).to_have_text("COMPLETED")
+    other = httpx.post(
+        f"{inbox.url}/graphql", json={"query": "{ viewer { role } }"}, headers=ALICE, timeout=30
+    )
+    assert other.status_code == 400
+    assert other.json()["errors"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_ALLOWED"
 
 
 def test_approving_completes_a_python_run_which_leaves_for_the_recent_view(inbox: Inbox) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from suspended_runs.schema import MASKED_MESSAGE
-from suspended_runs.server.app import GraphQLApp
+from suspended_runs.server.graphql_view import GraphQLApp
 from suspended_runs.server.logs import JsonFormatter
 from suspended_runs.storage import RunIndex
 

@@ -1,0 +1,286 @@
+"""The GraphQL endpoint: Strawberry's ASGI view, speaking GraphQL over HTTP as its current
+draft and the clients this server meets (Apollo's, graphql-request, GraphiQL) send it.
+
+Beyond Strawberry's view: the answer's media type follows `Accept` (server/media_types.py),
+with the status codes of `application/graphql-response+json`; a request refused before
+it is executed is answered as GraphQL JSON (`errors` with `extensions.code`), never as
+plain text; persisted queries (server/persisted_queries.py); batches of operations, run
+one after another when one is a mutation; errors classified as the client may read them
+(schema/errors.py); each operation timed by its name (runtime/metrics.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cross_web import HTTPException
+from graphql import GraphQLError, OperationDefinitionNode, OperationType
+from pymongo.errors import PyMongoError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.types import ExecutionResult
+
+from suspended_runs.resolvers import Context, Principal, RequestBudget
+from suspended_runs.runtime.metrics import REQUEST_SECONDS, OperationLabels
+from suspended_runs.schema import FULL, RETRY_AFTER_SECONDS, UNAVAILABLE, Schema, classify
+from suspended_runs.server import graphiql
+from suspended_runs.server.errors import RequestRefused
+from suspended_runs.server.gates import graphql_error
+from suspended_runs.server.json_body import decode_json_request
+from suspended_runs.server.logs import current_request_id
+from suspended_runs.server.media_types import GRAPHQL_RESPONSE_JSON, JSON, negotiate
+from suspended_runs.server.persisted_queries import NOT_FOUND, PersistedQueries, not_found
+from suspended_runs.storage import database_fault, storage_full
+
+_MAX_ACTOR = 200
+_CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE"}
+
+
+class GraphQLApp(GraphQL[Context, None]):
+    def __init__(
+        self,
+        *args: Any,
+        actor_header: str,
+        operations: OperationLabels,
+        max_batch: int,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.actor_header, self.operations, self.max_batch = actor_header, operations, max_batch
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        request = Request(scope=scope, receive=receive)
+        media = negotiate(request.headers.get("accept"))
+        request.state.media_type = media or JSON
+        request.state.batch = False
+        try:
+            if media is None and not self.should_render_graphql_ide(
+                self.request_adapter_class(request)
+            ):
+                raise HTTPException(406, f"this endpoint answers {GRAPHQL_RESPONSE_JSON} or {JSON}")
+            response = await self.run(request)
+        except HTTPException as exc:
+            response = _refusal(exc, request.state.media_type)
+        if response.headers.get("content-type", "").startswith(JSON):
+            response.headers["content-type"] = f"{request.state.media_type}; charset=utf-8"
+        await response(scope, receive, send)
+
+    async def get_context(self, request: Any, response: Any) -> Context:
+        request.state.sub_response = response  # for process_result's status
+        principal: Principal = request.state.principal
+        actor = principal.subject
+        if not principal.authenticated:
+            # An open server: the caller may name themselves, as a name no key or token
+            # subject (`key:`, `jwt:`) can be mistaken for.
+            named = (request.headers.get(self.actor_header) or "").strip()[:_MAX_ACTOR]
+            actor = f"anonymous:{named}" if named else "anonymous"
+        return Context(
+            storage=request.app.state.storage,
+            runtimes=request.app.state.runtimes,
+            principal=principal,
+            policy=request.app.state.policy,
+            budget=RequestBudget(request.app.state.limits),
+            actor=actor or "anonymous",
+        )
+
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        """A GET that names a persisted query runs it, whatever it accepts."""
+        return "extensions" not in request.query_params and super().should_render_graphql_ide(
+            request
+        )
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        return graphiql.page()
+
+    def decode_json(self, data: str | bytes) -> object:
+        """A request body (or GET `variables`) is a JSON object, or an array of them (a
+        batch), no deeper than `MAX_JSON_DEPTH`; anything else is a bad request (400),
+        which Strawberry would otherwise answer with a 500 (non-UTF-8 bytes, a bare
+        number, deep nesting)."""
+        return decode_json_request(data)
+
+    async def parse_http_body(self, request: Any) -> Any:
+        """Strawberry checks the types of `query`, `variables` and `extensions` of a single
+        operation, not `operationName`, nor any of them in a batch: a list or an object
+        there would reach execution."""
+        data = await super().parse_http_body(request)
+        for item in data if isinstance(data, list) else [data]:
+            if not isinstance(item.operation_name, str | None):
+                raise HTTPException(400, "operationName must be a string or null")
+            if not isinstance(item.query, str | None):
+                raise HTTPException(400, "query must be a string")
+            for name, value in (("variables", item.variables), ("extensions", item.extensions)):
+                if not isinstance(value, dict | None):
+                    raise HTTPException(400, f"{name} must be an object or null")
+        return data
+
+    def _validate_batch_request(self, request_data: list[Any], protocol: Any) -> None:
+        if not request_data:
+            raise HTTPException(400, "a batch holds at least one operation")
+        if len(request_data) > self.max_batch:
+            raise RequestRefused(
+                400,
+                "BATCH_TOO_LARGE",
+                f"a batch holds at most {self.max_batch} operations (MAX_BATCH_OPERATIONS); "
+                "none was executed",
+            )
+
+    async def execute_operation(  # type: ignore[override]
+        self, request: Request, request_adapter: Any, request_data: Any, **kwargs: Any
+    ) -> Any:
+        """Persisted queries resolved first, for every operation of a batch (so that a
+        refused one refuses the batch before any ran); a batch holding a mutation runs in
+        order, one after the other; documents registered once they ran."""
+        items = request_data if isinstance(request_data, list) else [request_data]
+        request.state.batch = isinstance(request_data, list)
+        persisted: PersistedQueries = request.app.state.persisted_queries
+        try:
+            resolved = [await persisted.resolve(item.query, item.extensions) for item in items]
+        except PyMongoError as exc:
+            raise RequestRefused(
+                503, UNAVAILABLE, "the database is unavailable; try again"
+            ) from exc
+        for item, found in zip(items, resolved, strict=True):
+            item.query = found.query
+            if request.method == "GET" and self._is_mutation(item):
+                # GraphQL over HTTP: a mutation by GET is 405, and nothing runs.
+                raise RequestRefused(405, "METHOD_NOT_ALLOWED", "a mutation is sent by POST")
+
+        async def one(item: GraphQLRequestData, register: str | None) -> ExecutionResult:
+            if item.query is None and _names_a_hash(item):
+                return ExecutionResult(data=None, errors=[not_found()])
+            result: ExecutionResult = await self.execute_single(
+                request=request, request_adapter=request_adapter, request_data=item, **kwargs
+            )
+            if register is not None and item.query is not None and _executed(result):
+                await persisted.register(register, item.query)
+            return result
+
+        jobs = [one(item, found.register) for item, found in zip(items, resolved, strict=True)]
+        if not isinstance(request_data, list):
+            return await jobs[0]
+        if any(self._is_mutation(item) for item in items):
+            return [await job for job in jobs]
+        return await asyncio.gather(*jobs)
+
+    async def execute_single(self, *args: Any, **kwargs: Any) -> Any:
+        """One operation, timed by its name (runtime/metrics.py)."""
+        started, result = time.perf_counter(), None
+        try:
+            result = await super().execute_single(*args, **kwargs)
+            return result
+        finally:
+            data, context = kwargs.get("request_data"), kwargs.get("context")
+            query = getattr(data, "query", None)
+            name = getattr(data, "operation_name", None) or self._named(query)
+            role = getattr(getattr(context, "principal", None), "role", None)
+            executed = isinstance(result, ExecutionResult) and not result.errors
+            label = self.operations.label(name, executed=executed and role is not None)
+            REQUEST_SECONDS.labels(operation=label).observe(time.perf_counter() - started)
+
+    async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
+        if result.errors:
+            result.errors = _classified(request, result.errors)
+        answer = await super().process_result(request, result)
+        status = _status(request, result)
+        if status == 400:
+            answer.pop("data", None)  # not executed: no `data` entry
+        sub_response = getattr(request.state, "sub_response", None)
+        if status is not None and sub_response is not None and not request.state.batch:
+            sub_response.status_code = status
+            if status == 503:
+                sub_response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return answer
+
+    def _is_mutation(self, item: GraphQLRequestData) -> bool:
+        """Whether the operation `item` selects is a mutation (False for a document that
+        fails: its execution says why)."""
+        document = self._document(item.query)
+        if document is None:
+            return False
+        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        if item.operation_name is not None:
+            operations = [o for o in operations if o.name and o.name.value == item.operation_name]
+        return len(operations) == 1 and operations[0].operation is OperationType.MUTATION
+
+    def _named(self, query: str | None) -> str | None:
+        """The name of a document's one operation (what a client that sends no
+        operationName runs), for the request metrics; None for an anonymous one or a
+        document that fails."""
+        document = self._document(query)
+        if document is None:
+            return None
+        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        return operations[0].name.value if len(operations) == 1 and operations[0].name else None
+
+    def _document(self, query: str | None) -> Any:
+        schema = self.schema
+        assert isinstance(schema, Schema)
+        try:
+            return schema.query_cache.document(query or "", schema.max_tokens)
+        except GraphQLError:
+            return None
+
+
+def _classified(request: Any, errors: list[GraphQLError]) -> list[GraphQLError]:
+    request_id = current_request_id()
+    low_on_space: Callable[[], bool] = request.app.state.low_on_space
+
+    def full(exc: BaseException | None) -> bool:
+        return storage_full(exc) or (database_fault(exc) and low_on_space())
+
+    return [
+        error
+        if (error.extensions or {}).get("code") == NOT_FOUND
+        else classify(error, request_id=request_id, full=full)
+        for error in errors
+    ]
+
+
+def _status(request: Any, result: ExecutionResult) -> int | None:
+    """The status an answer says besides 200: 400 in `application/graphql-response+json`
+    for a request refused before execution (a document that does not parse or validate,
+    variables that do not coerce); 503 for an outage, to a GET (a read a client may
+    repeat) or to a client that reads statuses (a POST of `application/json` keeps 200
+    with the error, as GraphQL over HTTP has it)."""
+    codes = _codes(result)
+    statuses = request.state.media_type == GRAPHQL_RESPONSE_JSON
+    if statuses and not _executed(result) and NOT_FOUND not in codes:
+        return 400
+    if codes & {UNAVAILABLE, FULL} and (statuses or request.method == "GET"):
+        return 503
+    return None
+
+
+def _executed(result: ExecutionResult) -> bool:
+    """Whether execution started: data, or an error raised at a field (with a path)."""
+    return result.data is not None or any(e.path is not None for e in result.errors or [])
+
+
+def _codes(result: ExecutionResult) -> set[object]:
+    return {(error.extensions or {}).get("code") for error in result.errors or []}
+
+
+def _names_a_hash(item: GraphQLRequestData) -> bool:
+    return isinstance((item.extensions or {}).get("persistedQuery"), dict)
+
+
+def _refusal(exc: HTTPException, media_type: str) -> Response:
+    code = (
+        exc.code if isinstance(exc, RequestRefused) else _CODES.get(exc.status_code, "BAD_REQUEST")
+    )
+    response = graphql_error(exc.status_code, code, exc.reason, media_type=media_type)
+    if exc.status_code == 503:
+        response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    if exc.status_code == 405:
+        response.headers["Allow"] = "POST"
+    return response
