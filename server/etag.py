@@ -34,9 +34,9 @@ from graphql import (
     FragmentSpreadNode,
     GraphQLError,
     InlineFragmentNode,
-    OperationDefinitionNode,
     OperationType,
     SelectionSetNode,
+    get_operation_ast,
 )
 from pymongo.errors import PyMongoError
 from starlette.datastructures import Headers, MutableHeaders, QueryParams
@@ -179,16 +179,11 @@ def _tags(header: str) -> set[str]:
 
 def cacheable(document: DocumentNode, operation_name: str | None) -> bool:
     """Whether the operation is a query whose every root field is in `CACHEABLE_FIELDS`."""
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    chosen = [o for o in operations if operation_name is None or _named(o, operation_name)]
-    if len(chosen) != 1 or chosen[0].operation is not OperationType.QUERY:
+    operation = get_operation_ast(document, operation_name)
+    if operation is None or operation.operation is not OperationType.QUERY:
         return False
-    fields = _root_fields(chosen[0].selection_set, _fragments(document), set())
+    fields = _root_fields(operation.selection_set, _fragments(document), set())
     return fields is not None and fields <= CACHEABLE_FIELDS
-
-
-def _named(operation: OperationDefinitionNode, name: str) -> bool:
-    return operation.name is not None and operation.name.value == name
 
 
 def _fragments(document: DocumentNode) -> dict[str, FragmentDefinitionNode]:

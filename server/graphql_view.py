@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cross_web import HTTPException
-from graphql import GraphQLError, OperationDefinitionNode, OperationType
+from graphql import GraphQLError, OperationDefinitionNode, OperationType, get_operation_ast
 from pymongo.errors import PyMongoError
 from starlette.requests import Request
 from starlette.responses import Response
@@ -151,9 +151,10 @@ class GraphQLApp(GraphQL[Context, None]):
             ) from exc
         for item, found in zip(items, resolved, strict=True):
             item.query = found.query
-            if request.method == "GET" and self._is_mutation(item):
-                # GraphQL over HTTP: a mutation by GET is 405, and nothing runs.
-                raise RequestRefused(405, "METHOD_NOT_ALLOWED", "a mutation is sent by POST")
+        mutations = [self._is_mutation(item) for item in items]
+        if request.method == "GET" and any(mutations):
+            # GraphQL over HTTP: a mutation by GET is 405, and nothing runs.
+            raise RequestRefused(405, "METHOD_NOT_ALLOWED", "a mutation is sent by POST")
 
         async def one(item: GraphQLRequestData, register: str | None) -> ExecutionResult:
             if item.query is None and _names_a_hash(item):
@@ -168,7 +169,7 @@ class GraphQLApp(GraphQL[Context, None]):
         jobs = [one(item, found.register) for item, found in zip(items, resolved, strict=True)]
         if not isinstance(request_data, list):
             return await jobs[0]
-        if any(self._is_mutation(item) for item in items):
+        if any(mutations):
             return [await job for job in jobs]
         return await asyncio.gather(*jobs)
 
@@ -204,23 +205,21 @@ class GraphQLApp(GraphQL[Context, None]):
     def _is_mutation(self, item: GraphQLRequestData) -> bool:
         """Whether the operation `item` selects is a mutation (False for a document that
         fails: its execution says why)."""
-        document = self._document(item.query)
-        if document is None:
-            return False
-        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-        if item.operation_name is not None:
-            operations = [o for o in operations if o.name and o.name.value == item.operation_name]
-        return len(operations) == 1 and operations[0].operation is OperationType.MUTATION
+        operation = self._operation(item.query, item.operation_name)
+        return operation is not None and operation.operation is OperationType.MUTATION
 
     def _named(self, query: str | None) -> str | None:
         """The name of a document's one operation (what a client that sends no
         operationName runs), for the request metrics; None for an anonymous one or a
         document that fails."""
+        operation = self._operation(query, None)
+        return operation.name.value if operation is not None and operation.name else None
+
+    def _operation(
+        self, query: str | None, operation_name: str | None
+    ) -> OperationDefinitionNode | None:
         document = self._document(query)
-        if document is None:
-            return None
-        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-        return operations[0].name.value if len(operations) == 1 and operations[0].name else None
+        return None if document is None else get_operation_ast(document, operation_name)
 
     def _document(self, query: str | None) -> Any:
         schema = self.schema
