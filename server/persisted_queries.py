@@ -90,11 +90,10 @@ class PersistedQueries:
             if self.only and sha not in self.allowed:
                 raise _not_allowed()
             return Resolved(query, None if self.only or sha in self.allowed else sha)
-        if sha in self.allowed:
-            return Resolved(self.allowed[sha])
-        if self.only:
+        query = await self.lookup(sha)
+        if query is None and self.only:
             raise _not_allowed()
-        return Resolved(await self.lookup(sha))
+        return Resolved(query)
 
     async def lookup(self, sha: str) -> str | None:
         """The document registered under `sha`, or None."""
