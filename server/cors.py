@@ -16,20 +16,23 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from suspended_runs.server.auth import API_KEY_HEADER
+from suspended_runs.server.logs import REQUEST_ID_HEADER
+
 METHODS = ("GET", "POST")
 DEFAULT_HEADERS = (
     "accept",
     "authorization",
     "content-type",
     "if-none-match",  # conditional polls (server/etag.py)
-    "x-api-key",
-    "x-request-id",
+    API_KEY_HEADER.lower(),
+    REQUEST_ID_HEADER.lower(),
     # Apollo Client's own, sent by default when a client name is configured.
     "apollographql-client-name",
     "apollographql-client-version",
     "apollo-require-preflight",
 )
-EXPOSED_HEADERS = ("ETag", "X-Request-ID", "Retry-After")
+EXPOSED_HEADERS = ("ETag", REQUEST_ID_HEADER, "Retry-After")
 MAX_AGE_SECONDS = 600
 
 
