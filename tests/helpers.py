@@ -22,6 +22,7 @@ from asgi_lifespan import LifespanManager
 from bson import json_util
 
 from suspended_runs.server import Settings, create_app
+from suspended_runs.server.app import DiskWatch
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.server.http_protocol import with_header_timeout
 from suspended_runs.storage import Document
@@ -202,9 +203,12 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float) -> flo
 
 
 @contextlib.asynccontextmanager
-async def running_app(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    """The app, lifespan and all, in this process; an HTTP client to it once it is ready."""
-    async with LifespanManager(create_app(settings)) as manager:
+async def running_app(
+    settings: Settings, *, embedded: DiskWatch | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app, lifespan and all, in this process; an HTTP client to it once it is ready.
+    `embedded` stands for the disk watch of an embedded MongoDB (create_app's)."""
+    async with LifespanManager(create_app(settings, embedded=embedded)) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             await wait_ready(client)

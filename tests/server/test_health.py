@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import httpx
-from asgi_lifespan import LifespanManager
+import pytest
 
-from suspended_runs.server import Settings, create_app
-from tests.helpers import wait_ready
+from suspended_runs.server import Settings
+from suspended_runs.storage import Storage
+from tests.helpers import running_app
 
 
 async def test_healthz_and_readyz(client) -> None:
@@ -16,13 +16,15 @@ async def test_healthz_and_readyz(client) -> None:
     assert ready.json() == {"status": "ready", "sync": "change_stream"}
 
 
-async def test_readyz_is_503_when_the_database_does_not_answer(client, monkeypatch) -> None:
-    from suspended_runs.storage import Storage
-
+def _database_down(monkeypatch: pytest.MonkeyPatch) -> None:
     async def down(self: Storage) -> bool:
         raise ConnectionError("no route")
 
     monkeypatch.setattr(Storage, "ping", down)
+
+
+async def test_readyz_is_503_when_the_database_does_not_answer(client, monkeypatch) -> None:
+    _database_down(monkeypatch)
     response = await client.get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "reason": "database"}
@@ -34,18 +36,8 @@ class _FullDisk:
 
 
 async def test_readyz_names_a_full_disk(settings: Settings, monkeypatch) -> None:
-    from suspended_runs.storage import Storage
-
-    app = create_app(settings, embedded=_FullDisk())
-    async with LifespanManager(app) as manager:
-        transport = httpx.ASGITransport(app=manager.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
-            await wait_ready(client)
-
-            async def down(self: Storage) -> bool:
-                raise ConnectionError("no route")
-
-            monkeypatch.setattr(Storage, "ping", down)
-            response = await client.get("/readyz")
+    async with running_app(settings, embedded=_FullDisk()) as client:
+        _database_down(monkeypatch)
+        response = await client.get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "reason": "storage_full"}
