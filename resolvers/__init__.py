@@ -1,6 +1,13 @@
 """Query and mutation resolvers: GraphQL arguments -> storage and runtime calls."""
 
-from suspended_runs.resolvers.access import OPEN_ACCESS, ForbiddenQuery, Principal, Role, Scope
+from suspended_runs.resolvers.access import (
+    OPEN_ACCESS,
+    ForbiddenQuery,
+    Principal,
+    Role,
+    Scope,
+    require,
+)
 from suspended_runs.resolvers.agents import AgentSummary, agents, reconcile, start_run
 from suspended_runs.resolvers.audit import (
     DEFAULT_LOG_PAGE,
@@ -12,9 +19,15 @@ from suspended_runs.resolvers.budget import CostLimit, RequestBudget, RequestLim
 from suspended_runs.resolvers.bulk import decide_many
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
-from suspended_runs.resolvers.errors import PUBLIC_CODES, BadUserInput, DecisionContention
+from suspended_runs.resolvers.errors import (
+    PUBLIC_CODES,
+    BadUserInput,
+    DecisionContention,
+    SubscriptionLimit,
+)
 from suspended_runs.resolvers.expiry import expire_forever
 from suspended_runs.resolvers.follower import FollowerStatus, follower_status
+from suspended_runs.resolvers.live_pages import LivePages
 from suspended_runs.resolvers.operators import cancel_run, release_run
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
@@ -78,6 +91,7 @@ __all__ = [
     "ForbiddenQuery",
     "InvalidArgs",
     "InvalidResumeData",
+    "LivePages",
     "OutcomeUnknown",
     "Paging",
     "Principal",
@@ -94,6 +108,7 @@ __all__ = [
     "RunsPage",
     "Scope",
     "StartOutcome",
+    "SubscriptionLimit",
     "ToolCallNotFound",
     "WrongRunStatus",
     "WrongSuspensionKind",
@@ -109,6 +124,7 @@ __all__ = [
     "reconcile",
     "record_cursor",
     "release_run",
+    "require",
     "runs",
     "start_run",
     "suspended_runs",

@@ -14,7 +14,7 @@ no agent), and only credentials that say "all" get `Scope.ALL`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import ClassVar
 
@@ -76,6 +76,9 @@ class Principal:
     scope: Scope = Scope.NONE
     """What runs the caller may see; a caller made without one sees none."""
     authenticated: bool = True
+    expires_at: float | None = field(default=None, compare=False)
+    """When its credentials stop being accepted (epoch seconds; a token's `exp` with the
+    leeway): an open WebSocket connection is closed then. None: they do not expire."""
 
     def may(self, role: Role) -> bool:
         return self.role is not None and _RANK[self.role] >= _RANK[role]

@@ -9,6 +9,7 @@ from typing import Any
 
 from suspended_runs.resolvers.access import Principal
 from suspended_runs.resolvers.budget import RequestBudget
+from suspended_runs.resolvers.live_pages import LivePages
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
 from suspended_runs.storage import Storage
@@ -24,6 +25,8 @@ class Context:
     policy: DecisionPolicy = field(default_factory=DecisionPolicy)
     budget: RequestBudget = field(default_factory=RequestBudget)
     """What this request may still cost (rows, mutations) and how large its texts may be."""
+    live: LivePages | None = None
+    """The shared feeds of subscriptions (None where nothing subscribes: scripts, tests)."""
     shared: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     """Answers read once per request however many aliases ask them (`once`)."""
 

@@ -10,7 +10,7 @@ from graphql import GraphQLError
 
 from suspended_runs.storage import SuspendedRunsError
 
-PUBLIC_CODES = frozenset({"BAD_USER_INPUT", "FORBIDDEN"})
+PUBLIC_CODES = frozenset({"BAD_USER_INPUT", "FORBIDDEN", "SUBSCRIPTION_LIMIT"})
 """Codes whose errors reach the client unmasked."""
 
 
@@ -21,3 +21,14 @@ class BadUserInput(GraphQLError):
 
 class DecisionContention(SuspendedRunsError):
     """Other decisions on a run kept winning the conditional update; nothing was applied."""
+
+
+class SubscriptionLimit(GraphQLError):
+    """A caller asked for more subscriptions at once than MAX_SUBSCRIPTIONS_PER_CALLER."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"a caller holds at most {limit} subscriptions at once "
+            "(MAX_SUBSCRIPTIONS_PER_CALLER); end one first",
+            extensions={"code": "SUBSCRIPTION_LIMIT", "limit": "MAX_SUBSCRIPTIONS_PER_CALLER"},
+        )

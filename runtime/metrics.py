@@ -52,6 +52,14 @@ MASTRA_ERRORS = Counter(
     ["route", "kind"],
     registry=REGISTRY,
 )
+SUBSCRIPTION_EVALUATIONS = Counter(
+    "suspended_runs_subscription_evaluations",
+    "Evaluations of a subscribed page: one per distinct page per change of the run index.",
+    registry=REGISTRY,
+)
+SUBSCRIPTIONS = Gauge(
+    "suspended_runs_subscriptions", "Subscriptions open on this instance.", registry=REGISTRY
+)
 INDEX_ENTRIES = Gauge(
     "suspended_runs_index_entries",
     "Entries of the run index, by stored status (STALLED runs are among RUNNING).",

@@ -45,7 +45,7 @@ class Query:
             info.context,
             (filter or SuspendedRunsFilter()).to_run_filter(),
             paging,
-            with_total=_selects(info.selected_fields[0].selections, "total"),
+            with_total=selects(info.selected_fields[0].selections, "total"),
         )
         return SuspendedRunsPage.from_page(result)
 
@@ -71,7 +71,7 @@ class Query:
             info.context,
             (filter or RunsFilter()).to_run_filter(),
             paging,
-            with_total=_selects(info.selected_fields[0].selections, "total"),
+            with_total=selects(info.selected_fields[0].selections, "total"),
         )
         return RunsPage.from_page(result)
 
@@ -116,7 +116,7 @@ class Query:
         return SyncStatus.from_status(resolvers.follower_status(info.context))
 
 
-def _selects(fields: list[Selection], name: str) -> bool:
+def selects(fields: list[Selection], name: str) -> bool:
     """Whether the resolved field's selection names `name`, through fragments too."""
 
     def walk(selections: list[Selection]) -> bool:

@@ -20,6 +20,7 @@ from suspended_runs.schema.mutation import Mutation
 from suspended_runs.schema.query import Query
 from suspended_runs.schema.query_cache import DEFAULT_BYTES, CachedDocuments, QueryCache
 from suspended_runs.schema.scalars import SCALAR_MAP
+from suspended_runs.schema.subscription import Subscription
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +58,7 @@ def build_schema(limits: Limits | None = None, *, introspection: bool = True) ->
     built = Schema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         extensions=extensions,
         config=StrawberryConfig(scalar_map=SCALAR_MAP),
     )

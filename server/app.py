@@ -17,9 +17,9 @@ from typing import Protocol
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
-from suspended_runs.resolvers import expire_forever
+from suspended_runs.resolvers import LivePages, expire_forever
 from suspended_runs.runtime import (
     AgentMap,
     Background,
@@ -37,7 +37,7 @@ from suspended_runs.schema import (
     build_schema,
 )
 from suspended_runs.server import graphiql, inbox
-from suspended_runs.server.auth import Authenticator, load_api_keys
+from suspended_runs.server.auth import Authenticator, load_api_keys, reload_api_keys_forever
 from suspended_runs.server.cors import Cors
 from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
@@ -47,6 +47,7 @@ from suspended_runs.server.logs import RequestLog
 from suspended_runs.server.metrics import metrics_app
 from suspended_runs.server.persisted_queries import PersistedQueries, load_manifest
 from suspended_runs.server.settings import Settings
+from suspended_runs.server.websocket import Connections
 from suspended_runs.storage import Runtime, Storage
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,8 @@ def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Star
     open_documents = not settings.production and not settings.persisted_queries_only
     ide = settings.graphiql and open_documents
     schema = build_schema(settings.limits, introspection=open_documents)
-    graphql = ConditionalGets(
-        _graphql_app(settings, schema, ide=ide), schema, deployment=",".join(sorted(agents))
-    )
+    view = _graphql_app(settings, schema, ide=ide)
+    graphql = ConditionalGets(view, schema, deployment=",".join(sorted(agents)))
     app = Starlette(
         routes=[
             Route(
@@ -87,6 +87,7 @@ def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Star
                 PrivateAnswers(AuthGate(graphql, authenticator, ide=ide)),
                 methods=["GET", "POST"],
             ),
+            WebSocketRoute("/graphql", view),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/readyz", readyz, methods=["GET"]),
             Route("/metrics", metrics_app(authenticator), methods=["GET"]),
@@ -97,6 +98,7 @@ def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Star
         lifespan=functools.partial(_lifespan, settings=settings, agents=agents, manifest=manifest),
     )
     app.state.low_on_space = embedded.low_on_space if embedded else lambda: False
+    app.state.authenticator = authenticator
     return app
 
 
@@ -108,6 +110,7 @@ def _graphql_app(settings: Settings, schema: Schema, *, ide: bool) -> GraphQLApp
         actor_header=settings.actor_header,
         operations=OperationLabels(settings.metrics_max_operations),
         max_batch=settings.max_batch_operations,
+        allowed_origins=settings.cors_origin_list,
     )
 
 
@@ -196,21 +199,44 @@ async def _lifespan(
         storage.persisted_queries, only=settings.persisted_queries_only, manifest=manifest
     )
     app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
-    policy = app.state.policy
-    expiry = None
-    if policy.timeout is not None or policy.agent_timeouts:
-        expiry = asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry")
+    app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
+    app.state.connections = Connections()
+    tasks = _timed_tasks(app, settings)
     try:
         yield
     finally:
-        if expiry is not None:
-            expiry.cancel()
+        for task in tasks:
+            task.cancel()
+        await app.state.live.close()
         await runtimes.drain(_DRAIN_SECONDS)
         await mastra_client.close()
         follower_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower_task
         await storage.close()
+
+
+def _timed_tasks(app: Starlette, settings: Settings) -> list[asyncio.Task[None]]:
+    """What runs on a clock beside the requests: expiry, and the reload of API keys."""
+    storage, runtimes, policy = app.state.storage, app.state.runtimes, app.state.policy
+    tasks = []
+    if policy.timeout is not None or policy.agent_timeouts:
+        tasks.append(asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry"))
+    if settings.api_keys_file is not None and settings.api_keys_reload_seconds > 0:
+        tasks.append(asyncio.create_task(_reload_keys(app, settings), name="api-key-reload"))
+    return tasks
+
+
+async def _reload_keys(app: Starlette, settings: Settings) -> None:
+    assert settings.api_keys_file is not None
+    authenticator: Authenticator = app.state.authenticator
+
+    async def recheck() -> None:
+        await app.state.connections.recheck(authenticator)
+
+    await reload_api_keys_forever(
+        authenticator, settings.api_keys_file, settings.api_keys_reload_seconds, recheck
+    )
 
 
 def _open_storage(settings: Settings, instance: str) -> Storage:

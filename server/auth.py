@@ -31,7 +31,7 @@ import hmac
 import json
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,6 +135,20 @@ class Authenticator:
                 timeout=10,
             )
 
+    def reload_api_keys(self, path: Path) -> bool:
+        """Read the key file again; whether its keys changed. A file that cannot be used
+        keeps the keys loaded before (and is logged): a typo must not lock everyone out."""
+        try:
+            keys = load_api_keys(path)
+        except ConfigurationError as exc:
+            log.error("kept the API keys loaded before: %s", exc)
+            return False
+        changed = keys != self.api_keys
+        self.api_keys = keys
+        if changed:
+            log.info("reloaded API_KEYS_FILE", extra={"keys": len(keys)})
+        return changed
+
     @property
     def enabled(self) -> bool:
         return self.api_keys is not None or self.jwt is not None
@@ -185,6 +199,7 @@ class Authenticator:
             subject=f"{TOKEN_SUBJECT}{claims[config.subject_claim]}",
             role=_role(claims.get(config.role_claim)),
             scope=scope,
+            expires_at=float(claims["exp"]) + config.leeway,
         )
 
     async def _verification_key(self, token: str) -> tuple[Any, list[str]]:
@@ -198,6 +213,33 @@ class Authenticator:
         if found.algorithm_name not in JWKS_ALGORITHMS:
             raise jwt.InvalidAlgorithmError(found.algorithm_name)
         return found.key, [found.algorithm_name]
+
+
+async def reload_api_keys_forever(
+    authenticator: Authenticator,
+    path: Path,
+    interval: float,
+    on_change: Callable[[], Awaitable[None]],
+) -> None:
+    """Every `interval` seconds, the key file read again when it changed on disk (a key
+    added, revoked or re-scoped takes effect without a restart); `on_change` after a
+    change of keys (open connections are checked against them)."""
+    seen = _stamp(path)
+    while True:
+        await asyncio.sleep(interval)
+        stamp = _stamp(path)
+        if stamp != seen:
+            seen = stamp
+            if authenticator.reload_api_keys(path):
+                await on_change()
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
 
 
 _REFUSALS: list[tuple[type[jwt.PyJWTError], str]] = [

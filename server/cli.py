@@ -221,6 +221,7 @@ def _serve_until_stopped(settings: Settings, served: list[_Database]) -> None:
                 log_config=None,
                 access_log=False,
                 http=with_header_timeout(settings.header_timeout_seconds),
+                ws_max_size=settings.max_request_bytes,  # a message is a request, bounded so
             )
             with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run does
                 uvicorn.Server(config).run(sockets=[sock])

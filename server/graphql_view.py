@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 from typing import Any
 
 from cross_web import HTTPException
@@ -22,27 +21,34 @@ from pymongo.errors import PyMongoError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
 from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
 from suspended_runs.resolvers import Context, Principal, RequestBudget
 from suspended_runs.runtime.metrics import REQUEST_SECONDS, OperationLabels
-from suspended_runs.schema import FULL, RETRY_AFTER_SECONDS, UNAVAILABLE, Schema, classify
+from suspended_runs.schema import FULL, RETRY_AFTER_SECONDS, UNAVAILABLE, Schema
 from suspended_runs.server import graphiql
 from suspended_runs.server.errors import RequestRefused
 from suspended_runs.server.gates import graphql_error
 from suspended_runs.server.json_body import decode_json_request
-from suspended_runs.server.logs import current_request_id
+from suspended_runs.server.masking import classified
 from suspended_runs.server.media_types import GRAPHQL_RESPONSE_JSON, JSON, negotiate
 from suspended_runs.server.persisted_queries import NOT_FOUND, PersistedQueries, not_found
-from suspended_runs.storage import database_fault, storage_full
+from suspended_runs.server.websocket import Connection, SubscriptionHandler
 
 _MAX_ACTOR = 200
 _CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE"}
 
 
-class GraphQLApp(GraphQL[Context, None]):
+class GraphQLApp(GraphQL[Any, None]):
+    """Over HTTP (a `Context` per request) and over WebSocket, graphql-transport-ws only
+    (a `Connection` per connection, server/websocket.py; the legacy `graphql-ws` is off)."""
+
+    graphql_transport_ws_handler_class = SubscriptionHandler
+
     def __init__(
         self,
         *args: Any,
@@ -51,6 +57,7 @@ class GraphQLApp(GraphQL[Context, None]):
         max_batch: int,
         **kwargs: Any,
     ) -> None:
+        kwargs["subscription_protocols"] = (GRAPHQL_TRANSPORT_WS_PROTOCOL,)
         super().__init__(*args, **kwargs)
         self.actor_header, self.operations, self.max_batch = actor_header, operations, max_batch
 
@@ -74,7 +81,9 @@ class GraphQLApp(GraphQL[Context, None]):
             response.headers["content-type"] = f"{request.state.media_type}; charset=utf-8"
         await response(scope, receive, send)
 
-    async def get_context(self, request: Any, response: Any) -> Context:
+    async def get_context(self, request: Any, response: Any) -> Context | Connection:
+        if isinstance(request, WebSocket):
+            return Connection(request)  # who it is comes with connection_init
         request.state.sub_response = response  # for process_result's status
         principal: Principal = request.state.principal
         actor = principal.subject
@@ -90,7 +99,13 @@ class GraphQLApp(GraphQL[Context, None]):
             policy=request.app.state.policy,
             budget=RequestBudget(request.app.state.limits),
             actor=actor or "anonymous",
+            live=request.app.state.live,
         )
+
+    async def on_ws_connect(self, context: Connection) -> None:
+        """`connection_init`: the caller's credentials (4403 when refused)."""
+        await context.authenticate(context.websocket.app.state.authenticator)
+        context.websocket.app.state.connections.add(context)
 
     def should_render_graphql_ide(self, request: Any) -> bool:
         """A GET that names a persisted query runs it, whatever it accepts."""
@@ -151,10 +166,7 @@ class GraphQLApp(GraphQL[Context, None]):
             ) from exc
         for item, found in zip(items, resolved, strict=True):
             item.query = found.query
-        mutations = [self._is_mutation(item) for item in items]
-        if request.method == "GET" and any(mutations):
-            # GraphQL over HTTP: a mutation by GET is 405, and nothing runs.
-            raise RequestRefused(405, "METHOD_NOT_ALLOWED", "a mutation is sent by POST")
+        mutations = self._check_operation_types(request, items)
 
         async def one(item: GraphQLRequestData, register: str | None) -> ExecutionResult:
             if item.query is None and _names_a_hash(item):
@@ -190,7 +202,7 @@ class GraphQLApp(GraphQL[Context, None]):
 
     async def process_result(self, request: Any, result: ExecutionResult) -> GraphQLHTTPResponse:
         if result.errors:
-            result.errors = _classified(request, result.errors)
+            result.errors = classified(request.app.state, result.errors)
         answer = await super().process_result(request, result)
         status = _status(request, result)
         if status == 400:
@@ -202,11 +214,26 @@ class GraphQLApp(GraphQL[Context, None]):
                 sub_response.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return answer
 
-    def _is_mutation(self, item: GraphQLRequestData) -> bool:
-        """Whether the operation `item` selects is a mutation (False for a document that
-        fails: its execution says why)."""
+    def _check_operation_types(self, request: Request, items: list[Any]) -> list[bool]:
+        """Which operations are mutations; RequestRefused for one HTTP may not carry."""
+        kinds = [self._operation_type(item) for item in items]
+        if OperationType.SUBSCRIPTION in kinds:
+            raise RequestRefused(
+                400,
+                "BAD_REQUEST",
+                "a subscription is served over WebSocket (graphql-transport-ws) at this path",
+            )
+        mutations = [kind is OperationType.MUTATION for kind in kinds]
+        if request.method == "GET" and any(mutations):
+            # GraphQL over HTTP: a mutation by GET is 405, and nothing runs.
+            raise RequestRefused(405, "METHOD_NOT_ALLOWED", "a mutation is sent by POST")
+        return mutations
+
+    def _operation_type(self, item: GraphQLRequestData) -> OperationType | None:
+        """The type of the operation `item` selects (None for a document that fails: its
+        execution says why)."""
         operation = self._operation(item.query, item.operation_name)
-        return operation is not None and operation.operation is OperationType.MUTATION
+        return None if operation is None else operation.operation
 
     def _named(self, query: str | None) -> str | None:
         """The name of a document's one operation (what a client that sends no
@@ -228,21 +255,6 @@ class GraphQLApp(GraphQL[Context, None]):
             return schema.query_cache.document(query or "", schema.max_tokens)
         except GraphQLError:
             return None
-
-
-def _classified(request: Any, errors: list[GraphQLError]) -> list[GraphQLError]:
-    request_id = current_request_id()
-    low_on_space: Callable[[], bool] = request.app.state.low_on_space
-
-    def full(exc: BaseException | None) -> bool:
-        return storage_full(exc) or (database_fault(exc) and low_on_space())
-
-    return [
-        error
-        if (error.extensions or {}).get("code") == NOT_FOUND
-        else classify(error, request_id=request_id, full=full)
-        for error in errors
-    ]
 
 
 def _status(request: Any, result: ExecutionResult) -> int | None:

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
         None, description="An Apollo persisted-query manifest (persisted-query-manifest.json)."
     )
     max_batch_operations: int = Field(10, ge=1, description="Operations in one batched request.")
+    max_subscriptions_per_caller: int = Field(
+        20, ge=1, description="Subscriptions one caller may hold open at once, per instance."
+    )
     allowed_hosts: str = Field(
         "", description="Comma-separated Host names served (*.example.com, * for any)."
     )
@@ -123,6 +126,9 @@ class Settings(BaseSettings):
         10.0, gt=0, description="A request's headers must arrive within this (else 408)."
     )
     api_keys_file: Path | None = None
+    api_keys_reload_seconds: float = Field(
+        5.0, ge=0, description="How often API_KEYS_FILE is checked for changes (0: never)."
+    )
     jwt_secret: SecretStr | None = Field(None, description="HS256 shared secret.")
     jwt_public_key: str | None = Field(None, description="RS256 public key (PEM).")
     jwt_jwks_url: str | None = Field(

@@ -33,6 +33,7 @@ SHELLS = ("sh", "bash", "console")
 OUTPUTS = ("json", "text")
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->")
 SHOWN_URL = "http://127.0.0.1:8000"
+SHOWN_WS_URL = "ws://127.0.0.1:8000"
 FENCE = re.compile(
     r"^(?P<indent>[ ]*)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.M | re.S
 )
@@ -98,6 +99,7 @@ class Shell:
 
     def run(self, example: Example) -> subprocess.CompletedProcess[str]:
         script = example.script.replace(SHOWN_URL, self.server.url)
+        script = script.replace(SHOWN_WS_URL, self.server.url.replace("http", "ws", 1))
         for shown, actual in self.ids.items():
             script = script.replace(shown, actual)
         state = self.workdir / "state.sh"

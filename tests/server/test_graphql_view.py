@@ -62,6 +62,7 @@ async def test_request_errors_are_graphql_json_in_the_negotiated_type(client) ->
             400,
         ),
         ("wrong content type", {"content": b"{}", "headers": {"content-type": "text/plain"}}, 400),
+        ("a subscription", {"json": {"query": "subscription { suspendedRuns { total } }"}}, 400),
     ]
     for media in ("application/json", GRAPHQL_RESPONSE):
         for name, request, status in cases:

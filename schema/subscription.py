@@ -1,0 +1,71 @@
+"""The `Subscription` root: lists pushed again whenever what the caller may see changes.
+
+Served over WebSocket (graphql-transport-ws, server/websocket.py). A subscription's pages
+come from a feed shared by every subscriber of the same page (resolvers/live_pages.py):
+one evaluation per change of the run index per distinct selection, arguments and scope.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import AsyncIterator
+
+import strawberry
+from graphql import print_ast
+
+from suspended_runs import resolvers
+from suspended_runs.schema.filters import SuspendedRunsFilter
+from suspended_runs.schema.page import SuspendedRunsPage
+from suspended_runs.schema.query import ContextInfo, selects
+
+
+@strawberry.type
+class Subscription:
+    @strawberry.subscription(
+        description=(
+            "The first page of suspended runs (newest first, as `suspendedRuns` lists "
+            "them), sent at once and again whenever it changes for this caller. "
+            f"Page size defaults to {resolvers.DEFAULT_PAGE_SIZE}, at most "
+            f"{resolvers.MAX_PAGE_SIZE}."
+        )
+    )
+    async def suspended_runs(
+        self,
+        info: ContextInfo,
+        filter: SuspendedRunsFilter | None = None,
+        first: int | None = None,
+    ) -> AsyncIterator[SuspendedRunsPage]:
+        context = info.context
+        if context.live is None:
+            raise RuntimeError("subscriptions are served over WebSocket only")
+        paging = resolvers.paging_from_arguments(page=None, per_page=None, first=first, after=None)
+        run_filter = (filter or SuspendedRunsFilter()).to_run_filter()
+        with_total = selects(info.selected_fields[0].selections, "total")
+        # A feed is evaluated with its first subscriber's context: the key holds all that
+        # changes an answer (the operation, its variables, the role and the scope).
+        resolvers.require(context.principal, resolvers.Role.VIEWER)
+        principal = context.principal
+        key = (
+            print_ast(info._raw_info.operation),
+            json.dumps(info.variable_values, sort_keys=True, default=str),
+            principal.role,
+            principal.scope,
+        )
+
+        async def evaluate() -> SuspendedRunsPage:
+            budget = resolvers.RequestBudget(context.budget.limits)
+            fresh = dataclasses.replace(context, budget=budget, shared={})
+            page = await resolvers.suspended_runs(fresh, run_filter, paging, with_total=with_total)
+            return SuspendedRunsPage.from_page(page)
+
+        return context.live.subscribe(key, principal.subject, evaluate, _same)
+
+
+def _same(old: SuspendedRunsPage, new: SuspendedRunsPage) -> bool:
+    return (old.runs, old.has_more, old.next_cursor, old.page.total) == (
+        new.runs,
+        new.has_more,
+        new.next_cursor,
+        new.page.total,
+    )
