@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from graphql import GraphQLError
 from starlette.websockets import WebSocket, WebSocketState
 from strawberry.exceptions import ConnectionRejectionError
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -28,8 +29,9 @@ from strawberry.utils.aio import aclosing
 
 from suspended_runs.resolvers import Context, Principal, RequestBudget
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator
-from suspended_runs.server.errors import Unauthenticated
+from suspended_runs.server.errors import RequestRefused, Unauthenticated
 from suspended_runs.server.masking import classified
+from suspended_runs.server.persisted_queries import PersistedQueries
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +154,8 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
 
     async def run_operation(self, operation: Operation[Any, None]) -> None:
         connection: Connection = self.context
+        if not await self._trusted(operation):
+            return
         try:
             results = await self.schema.stream(
                 operation.query,
@@ -178,6 +182,19 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
         except Exception:
             log.exception("a WebSocket operation failed")
             await operation.send_operation_message({"id": operation.id, "type": "complete"})
+
+
+    async def _trusted(self, operation: Operation[Any, None]) -> bool:
+        """With PERSISTED_QUERIES_ONLY, whether the document is a trusted one (else its
+        refusal is sent): a connection runs no document of a caller's own either."""
+        persisted: PersistedQueries = self.context.websocket.app.state.persisted_queries
+        try:
+            await persisted.resolve(operation.query, None)
+        except RequestRefused as exc:
+            error = GraphQLError(exc.reason, extensions={"code": exc.code})
+            await operation.send_initial_errors([error])
+            return False
+        return True
 
 
 def _well_formed(message: Any) -> bool:

@@ -4,6 +4,7 @@
 // GET: the last ETag of the same request is sent as If-None-Match, and a 304 means that
 // nothing the caller may see has changed. Mutations go as POST. Credentials (an API key or
 // a bearer token) are kept in sessionStorage: for this tab only, gone when it closes.
+// Where the WebSocket opens, the list is also pushed (`subscribe`, live.js).
 
 const STORE = "suspended-runs.credentials";
 const ENDPOINT = "/graphql";
@@ -106,4 +107,53 @@ async function read(response) {
   if (errors.length) throw new GraphQLErrors(errors);
   if (!response.ok || !body?.data) throw new Unreachable(`the server answered ${response.status}`);
   return body.data;
+}
+
+/**
+ * Subscribes to `document` over the server's WebSocket (graphql-transport-ws), with the
+ * credentials in `connection_init`. Calls `acknowledged()` once the server took them,
+ * `next(data)` for each page it pushes, and `ended(code)` once the connection is gone
+ * (refused, closed, or never opened). Answers a function that ends it quietly.
+ */
+export function subscribe(document, variables, { acknowledged, next, ended }) {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  let socket;
+  let quiet = false;
+  try {
+    socket = new WebSocket(`${scheme}://${location.host}${ENDPOINT}`, "graphql-transport-ws");
+  } catch {
+    setTimeout(() => ended(0));
+    return () => {};
+  }
+  const send = (message) => socket.send(JSON.stringify(message));
+  socket.addEventListener("open", () => send({ type: "connection_init", payload: connectionParams() }));
+  socket.addEventListener("message", (event) => {
+    let message = null;
+    try {
+      message = JSON.parse(event.data);
+    } catch {
+      return;
+    }
+    if (message?.type === "connection_ack") {
+      acknowledged();
+      send({ id: "live", type: "subscribe", payload: { query: document, variables } });
+    } else if (message?.type === "ping") {
+      send({ type: "pong" });
+    } else if (message?.type === "next" && message.id === "live" && message.payload?.data) {
+      next(message.payload.data);
+    } else if (message?.type === "error" || message?.type === "complete") {
+      socket.close(1000);
+    }
+  });
+  socket.addEventListener("close", (event) => quiet || ended(event.code));
+  return () => {
+    quiet = true;
+    socket.close(1000);
+  };
+}
+
+function connectionParams() {
+  const stored = credentials();
+  if (!stored) return {};
+  return stored.kind === "bearer" ? { authorization: `Bearer ${stored.value}` } : { apiKey: stored.value };
 }

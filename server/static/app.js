@@ -1,8 +1,9 @@
 // The inbox: who is asking, the three views, filters, paging, and polling (a conditional
-// GET every few seconds while the tab is visible).
+// GET every few seconds while the tab is visible; seldom while the list is pushed, live.js).
 
 import * as actions from "./actions.js";
 import * as api from "./api.js";
+import * as live from "./live.js";
 import { ago, until } from "./answers.js";
 import { $, $$, h, setText } from "./dom.js";
 import { readFilters, variables, writeFilters } from "./filters.js";
@@ -12,6 +13,7 @@ import { may, state } from "./state.js";
 import { VIEWS, viewFromHash } from "./views.js";
 
 const POLL_MS = 4000;
+const LIVE_POLL_MS = 30_000;
 let signedIn = false;
 let loadedAt = null;
 let sequence = 0;
@@ -42,6 +44,7 @@ async function whoami() {
 function askCredentials(why) {
   signedIn = false;
   clearTimeout(timer);
+  live.unfollow();
   $("#main").hidden = true;
   $("#who").hidden = true;
   $("#sign-in").hidden = false;
@@ -110,7 +113,7 @@ function applyFilters(event) {
   readFilters();
   state.cursors = [null];
   state.selected.clear();
-  refresh();
+  refresh().then(schedule);
 }
 
 function clearFilters() {
@@ -123,7 +126,10 @@ function page(step) {
   if (step > 0 && state.list?.nextCursor) state.cursors.push(state.list.nextCursor);
   if (step < 0 && state.cursors.length > 1) state.cursors.pop();
   state.selected.clear();
-  refresh().then(() => $("#runs-heading").focus());
+  refresh().then(() => {
+    schedule();
+    $("#runs-heading").focus();
+  });
 }
 
 // Loading and polling ---------------------------------------------------------------------
@@ -162,11 +168,23 @@ function loadFailed(error) {
 
 function schedule() {
   clearTimeout(timer);
-  if (!signedIn || document.hidden || !$("#auto-refresh").checked) return;
+  if (!signedIn || document.hidden || !$("#auto-refresh").checked) {
+    live.unfollow();
+    return;
+  }
+  live.follow(liveVariables(), refresh, schedule);
+  const wait = live.isLive() ? LIVE_POLL_MS : POLL_MS;
   timer = setTimeout(async () => {
     await refresh();
     schedule();
-  }, POLL_MS);
+  }, wait);
+}
+
+/** What the subscription follows: the waiting view's first page; null for any other. */
+function liveVariables() {
+  if (state.view !== "waiting" || state.cursors.length > 1) return null;
+  const { filter, first } = variables();
+  return { filter, first };
 }
 
 function problem(text) {
@@ -175,8 +193,9 @@ function problem(text) {
 
 /** Every second: "updated 5 s ago", and each run's age. */
 function tick() {
-  const paused = document.hidden || !$("#auto-refresh").checked ? " (auto-refresh paused)" : "";
-  $("#updated").textContent = loadedAt ? `updated ${ago(new Date(loadedAt).toISOString())}${paused}` : "not loaded yet";
+  let note = document.hidden || !$("#auto-refresh").checked ? " (auto-refresh paused)" : "";
+  if (!note && live.isLive()) note = " (live)";
+  $("#updated").textContent = loadedAt ? `updated ${ago(new Date(loadedAt).toISOString())}${note}` : "not loaded yet";
   for (const time of $$("time[data-since]")) {
     time.textContent = `${time.dataset.verb} ${ago(time.dataset.since)}`.trim();
   }

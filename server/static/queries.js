@@ -25,6 +25,13 @@ export function runsQuery() {
 }`;
 }
 
+/** The waiting view's first page, pushed whenever it changes (live.js). */
+export function liveQuery() {
+  return `subscription Live($filter: SuspendedRunsFilter, $first: Int) {
+  list: suspendedRuns(filter: $filter, first: $first) { ${PAGE(runFields())} }
+}`;
+}
+
 export const RUN_DECISIONS = `query RunDecisions($id: ID!) {
   agentRun(runId: $id) { status toolCalls { toolCallId toolName decision { action decidedBy decidedAt } } }
 }`;
@@ -80,6 +87,7 @@ export function everyOperation() {
     VIEWER,
     waitingQuery(),
     runsQuery(),
+    liveQuery(),
     RUN_DECISIONS,
     ...Object.keys(MUTATIONS).map(decisionMutation),
     decideManyMutation(),

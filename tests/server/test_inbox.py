@@ -67,6 +67,8 @@ class Inbox:
     requests: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     pages: list[Page] = field(default_factory=list)
+    frames: list[str] = field(default_factory=list)
+    """What the pages' WebSockets received."""
 
     def gql(self, query: str, variables: dict[str, Any] | None = None, key: str = "alice") -> Any:
         response = httpx.post(
@@ -88,15 +90,25 @@ class Inbox:
         self.database[SNAPSHOTS_COLLECTION].insert_many(load_snapshots())
 
     def open(
-        self, key: str | None = "alice", *, auto_refresh: bool = True, clock: bool = False
+        self,
+        key: str | None = "alice",
+        *,
+        auto_refresh: bool = True,
+        clock: bool = False,
+        live: bool = True,
     ) -> Page:
+        """A page signed in with `key`; `live` False: its WebSocket never opens (a proxy
+        that does not pass them), so it polls."""
         context = self.browser.new_context(
             viewport={"width": 1280, "height": 900}, timezone_id="UTC", locale="en-GB"
         )
         page = context.new_page()
+        if not live:
+            page.route_web_socket(re.compile(r".*/graphql$"), lambda ws: ws.close())
         if clock:  # the page's timers run when the test moves its clock
             page.clock.install()
         page.on("request", lambda request: self._record(request))
+        page.on("websocket", lambda ws: ws.on("framereceived", self._record_frame))
         page.on("pageerror", lambda error: self.errors.append(str(error)))
         self.pages.append(page)
         page.goto(f"{self.url}/")
@@ -110,6 +122,9 @@ class Inbox:
 
     def _record(self, request: Request) -> None:
         self.requests.append(request.url)
+
+    def _record_frame(self, frame: str | bytes) -> None:
+        self.frames.append(frame if isinstance(frame, str) else frame.decode())
 
 
 def sign_in(page: Page, credential: str) -> None:
@@ -508,9 +523,36 @@ def test_stalled_runs_are_released_or_cancelled_by_an_operator(inbox: Inbox) -> 
     expect(card(alice, cancelled["runId"]).locator(".badge.state")).to_have_text("CANCELLED")
 
 
+def test_the_list_is_pushed_where_the_websocket_opens(inbox: Inbox) -> None:
+    page = inbox.open("alice", clock=True)  # no timer fires: no poll, only pushes
+    polls: list[dict[str, Any]] = []
+    page.on("response", lambda response: _record_poll(polls, response))
+    _wait_for(page, lambda: _ticked_live(page))
+    expect(page.locator("#updated")).to_contain_text("(live)")
+    asked = len(polls)
+    run = inbox.start("file-cleaner", "please delete /tmp/pushed.txt")
+    expect(card(page, run["runId"])).to_have_count(1)
+    pushed = [json.loads(frame) for frame in inbox.frames]
+    runs = [
+        {r["runId"] for r in frame["payload"]["data"]["list"]["runs"]}
+        for frame in pushed
+        if frame["type"] == "next"
+    ]
+    assert set() in runs and {run["runId"]} in runs, pushed  # the first page, then the run
+    assert len(polls) > asked  # the push had the list read again, by a conditional GET
+    card(page, run["runId"]).get_by_role("button", name="Approve", exact=True).click()
+    expect(card(page, run["runId"])).to_have_count(0)
+
+
+def _ticked_live(page: Page) -> bool:
+    page.clock.fast_forward(1_000)  # the "updated" line is written every second
+    return "(live)" in (page.locator("#updated").text_content() or "")
+
+
 def test_polls_are_conditional_gets_paused_while_the_tab_is_hidden(inbox: Inbox) -> None:
+    """Where the WebSocket does not open, the page polls."""
     inbox.start("file-cleaner", "please delete /tmp/report.txt")
-    page = inbox.open("alice", clock=True)
+    page = inbox.open("alice", clock=True, live=False)
     polls: list[dict[str, Any]] = []
     page.on("response", lambda response: _record_poll(polls, response))
     expect(page.locator("#updated")).to_have_text("updated just now")

@@ -5,6 +5,7 @@ tests/schema/test_subscription.py."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from websockets.exceptions import InvalidStatus
 
 from suspended_runs.server import Settings
 from suspended_runs.server.auth import new_api_key
+from suspended_runs.server.persisted_queries import MANIFEST_FORMAT
 from tests.builders import SECRET_SETTING, token
 from tests.graphql_ws import PROTOCOL, closed_with, next_for, open_session, page_of, subscribe
 from tests.helpers import ThreadedServer, suspended_doc
@@ -184,3 +186,22 @@ async def test_queries_run_over_a_connection_and_errors_read_as_over_http(
         assert refused["payload"][0]["extensions"]["code"] == "FORBIDDEN"
         for open_ws in (ws, roleless):
             await open_ws.close()
+
+
+async def test_a_server_of_trusted_documents_runs_no_other_document_over_a_connection(
+    settings: Settings, tmp_path: Path
+) -> None:
+    trusted = "subscription Mine { suspendedRuns { total } }"
+    operation = {"id": hashlib.sha256(trusted.encode()).hexdigest(), "body": trusted}
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps({"format": MANIFEST_FORMAT, "version": 1, "operations": [operation]})
+    )
+    update = {"persisted_queries_only": True, "persisted_queries_file": manifest}
+    with ThreadedServer(settings.model_copy(update=update)) as url:
+        ws = await open_session(url)
+        assert (await subscribe(ws, "1", trusted))["type"] == "next"
+        refused = await subscribe(ws, "2", "subscription { suspendedRuns { total } }")
+        assert refused["type"] == "error", refused
+        assert refused["payload"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_ALLOWED"
+        await ws.close()
