@@ -7,6 +7,7 @@ from typing import Any
 
 import strawberry
 from graphql import GraphQLError
+from opentelemetry.trace import Tracer
 from strawberry.extensions import (
     DisableIntrospection,
     MaxAliasesLimiter,
@@ -21,6 +22,7 @@ from suspended_runs.schema.query import Query
 from suspended_runs.schema.query_cache import DEFAULT_BYTES, CachedDocuments, QueryCache
 from suspended_runs.schema.scalars import SCALAR_MAP
 from suspended_runs.schema.subscription import Subscription
+from suspended_runs.schema.tracing import OperationSpans
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +45,10 @@ class Schema(strawberry.Schema):
         """Errors are logged by `schema.errors.classify` (internal ones with a trace)."""
 
 
-def build_schema(limits: Limits | None = None, *, introspection: bool = True) -> Schema:
+def build_schema(
+    limits: Limits | None = None, *, introspection: bool = True, tracer: Tracer | None = None
+) -> Schema:
+    """`tracer`: one span per operation (schema/tracing.py); None: no tracing."""
     limits = limits or Limits()
     cache = QueryCache(limits.cache_bytes, limits.cache_size)
     # Factories, not instances: an extension instance is per request (no state leaks).
@@ -55,6 +60,8 @@ def build_schema(limits: Limits | None = None, *, introspection: bool = True) ->
     ]
     if not introspection:
         extensions.append(DisableIntrospection)
+    if tracer is not None:
+        extensions.append(lambda: OperationSpans(tracer, cache, limits.max_tokens))
     built = Schema(
         query=Query,
         mutation=Mutation,

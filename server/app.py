@@ -14,10 +14,12 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Protocol
 
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from suspended_runs.resolvers import LivePages, expire_forever
 from suspended_runs.runtime import (
@@ -36,7 +38,7 @@ from suspended_runs.schema import (
     Schema,
     build_schema,
 )
-from suspended_runs.server import graphiql, inbox
+from suspended_runs.server import graphiql, inbox, tracing
 from suspended_runs.server.auth import Authenticator, load_api_keys, reload_api_keys_forever
 from suspended_runs.server.cors import Cors
 from suspended_runs.server.etag import ConditionalGets
@@ -63,13 +65,17 @@ _MAX_ACTOR = 200
 _DRAIN_SECONDS = 30.0
 
 
-def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Starlette:
+def create_app(
+    settings: Settings,
+    *,
+    embedded: DiskWatch | None = None,
+    traces: TracerProvider | None = None,
+) -> Starlette:
     """The app for `settings`. Raises ConfigurationError for a setting it cannot use.
-    `embedded` watches the disk of the embedded MongoDB that `serve` started, if it did."""
+    `embedded` watches the disk of the embedded MongoDB that `serve` started, if it did;
+    `traces` receives its spans (else OTEL_EXPORTER_OTLP_ENDPOINT's exporter, if set)."""
     if settings.mongodb_uri is None:
-        raise ConfigurationError(
-            "MONGODB_URI: create_app needs one (the CLI starts an embedded one)"
-        )
+        raise ConfigurationError("MONGODB_URI: create_app needs one (the CLI starts one)")
     agents = load_agents(settings.agents)
     authenticator = _authenticator(settings)
     _warn_of_deprecated(settings)
@@ -77,29 +83,49 @@ def create_app(settings: Settings, *, embedded: DiskWatch | None = None) -> Star
     # Trusted documents run no document of a caller's own: no IDE, no introspection.
     open_documents = not settings.production and not settings.persisted_queries_only
     ide = settings.graphiql and open_documents
-    schema = build_schema(settings.limits, introspection=open_documents)
-    view = _graphql_app(settings, schema, ide=ide)
-    graphql = ConditionalGets(view, schema, deployment=",".join(sorted(agents)))
+    owned = traces is None and settings.otel_exporter_otlp_endpoint is not None
+    traces = _traces(traces, owned=owned)
+    tracer = tracing.instrument(traces) if traces is not None else None
+    schema = build_schema(settings.limits, introspection=open_documents, tracer=tracer)
     app = Starlette(
-        routes=[
-            Route(
-                "/graphql",
-                PrivateAnswers(AuthGate(graphql, authenticator, ide=ide)),
-                methods=["GET", "POST"],
-            ),
-            WebSocketRoute("/graphql", view),
-            Route("/healthz", healthz, methods=["GET"]),
-            Route("/readyz", readyz, methods=["GET"]),
-            Route("/metrics", metrics_app(authenticator), methods=["GET"]),
-            *inbox.routes(),
-            *(graphiql.routes() if ide else []),
-        ],
+        routes=_routes(settings, schema, authenticator, ",".join(sorted(agents)), ide=ide),
         middleware=_middleware(settings),
         lifespan=functools.partial(_lifespan, settings=settings, agents=agents, manifest=manifest),
     )
     app.state.low_on_space = embedded.low_on_space if embedded else lambda: False
     app.state.authenticator = authenticator
+    app.state.owned_traces = traces if owned else None
     return app
+
+
+def _routes(
+    settings: Settings, schema: Schema, authenticator: Authenticator, deployment: str, *, ide: bool
+) -> list[BaseRoute]:
+    view = _graphql_app(settings, schema, ide=ide)
+    over_http = ConditionalGets(view, schema, deployment=deployment)
+    return [
+        Route(
+            "/graphql",
+            PrivateAnswers(AuthGate(over_http, authenticator, ide=ide)),
+            methods=["GET", "POST"],
+        ),
+        WebSocketRoute("/graphql", view),  # authenticated in connection_init
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics_app(authenticator), methods=["GET"]),
+        *inbox.routes(),
+        *(graphiql.routes() if ide else []),
+    ]
+
+
+def _traces(given: TracerProvider | None, *, owned: bool) -> TracerProvider | None:
+    """The tracer provider: the one given, or, with OTEL_EXPORTER_OTLP_ENDPOINT (`owned`),
+    a new one for this process, exporting by OTLP."""
+    if not owned:
+        return given
+    provider = tracing.new_provider()
+    trace.set_tracer_provider(provider)
+    return provider
 
 
 def _graphql_app(settings: Settings, schema: Schema, *, ide: bool) -> GraphQLApp:
@@ -208,6 +234,8 @@ async def _lifespan(
         for task in tasks:
             task.cancel()
         await app.state.live.close()
+        if app.state.owned_traces is not None:
+            app.state.owned_traces.shutdown()  # the last spans exported
         await runtimes.drain(_DRAIN_SECONDS)
         await mastra_client.close()
         follower_task.cancel()

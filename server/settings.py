@@ -125,6 +125,9 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = Field(
         10.0, gt=0, description="A request's headers must arrive within this (else 408)."
     )
+    otel_exporter_otlp_endpoint: str | None = Field(
+        None, description="Where to send OpenTelemetry traces (OTLP over HTTP); unset: none."
+    )
     api_keys_file: Path | None = None
     api_keys_reload_seconds: float = Field(
         5.0, ge=0, description="How often API_KEYS_FILE is checked for changes (0: never)."

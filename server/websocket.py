@@ -183,7 +183,6 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
             log.exception("a WebSocket operation failed")
             await operation.send_operation_message({"id": operation.id, "type": "complete"})
 
-
     async def _trusted(self, operation: Operation[Any, None]) -> bool:
         """With PERSISTED_QUERIES_ONLY, whether the document is a trusted one (else its
         refusal is sent): a connection runs no document of a caller's own either."""

@@ -20,6 +20,7 @@ import httpx
 import uvicorn
 from asgi_lifespan import LifespanManager
 from bson import json_util
+from opentelemetry.sdk.trace import TracerProvider
 
 from suspended_runs.server import Settings, create_app
 from suspended_runs.server.app import DiskWatch
@@ -204,11 +205,13 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float) -> flo
 
 @contextlib.asynccontextmanager
 async def running_app(
-    settings: Settings, *, embedded: DiskWatch | None = None
+    settings: Settings, *, embedded: DiskWatch | None = None, traces: TracerProvider | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
     """The app, lifespan and all, in this process; an HTTP client to it once it is ready.
-    `embedded` stands for the disk watch of an embedded MongoDB (create_app's)."""
-    async with LifespanManager(create_app(settings, embedded=embedded)) as manager:
+    `embedded` stands for the disk watch of an embedded MongoDB, `traces` for the tracer
+    provider (create_app's)."""
+    app = create_app(settings, embedded=embedded, traces=traces)
+    async with LifespanManager(app) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             await wait_ready(client)

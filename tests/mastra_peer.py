@@ -85,6 +85,14 @@ class MastraPeer:
                 found.append((tool, json.loads(payload)))
         return found
 
+    def traceparents(self) -> list[tuple[str, str]]:
+        """(path, traceparent) of each request that carried a W3C trace context."""
+        return [
+            (parts[1], parts[2])
+            for line in self.log.read_text(errors="replace").splitlines()
+            if line.startswith("TRACEPARENT ") and len(parts := line.split(" ")) == 3
+        ]
+
     async def start_run(
         self,
         agent: str,

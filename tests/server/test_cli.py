@@ -93,6 +93,11 @@ UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
         ({"API_KEYS_FILE": "/nonexistent/keys.json"}, (), "API_KEYS_FILE"),
         ({"API_KEYS_FILE": "{malformed}"}, (), "API_KEYS_FILE"),
         ({"MONGODB_URI": UNREACHABLE}, (), "MONGODB_URI"),
+        (
+            {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+            (),
+            "OTEL_EXPORTER_OTLP_PROTOCOL",
+        ),
     ],
 )
 def test_a_bad_setting_ends_with_one_line_naming_it(
