@@ -228,12 +228,14 @@ def embedded_pid(data: Path) -> int:
 
 
 class Server:
-    """`suspended-runs serve` as a process, on its own embedded MongoDB under `data_dir`."""
+    """`suspended-runs serve` as a process, on its own embedded MongoDB under `data_dir`
+    unless `env` names another (MONGODB_URI) or adds settings."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.log = data_dir.parent / "serve.log"
         self.port = free_port()
         self.env = {"DATA_DIR": str(data_dir), "PORT": str(self.port), "MONGODB_URI": ""}
+        self.env.update(env or {})
         self.process: subprocess.Popen[bytes] | None = None
 
     @property

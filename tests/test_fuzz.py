@@ -18,10 +18,9 @@ from hypothesis import strategies as st
 from pymongo import MongoClient
 
 from suspended_runs.schema import MASKED_MESSAGE
-from suspended_runs.server import Settings
 from suspended_runs.server.auth import new_api_key
 from suspended_runs.storage import SNAPSHOTS_COLLECTION
-from tests.helpers import ThreadedServer, suspended_doc
+from tests.helpers import Server, suspended_doc
 
 FIELDS = [
     "suspendedRuns",
@@ -128,21 +127,29 @@ def documents(draw: st.DrawFn) -> str:
 def server(
     request: pytest.FixtureRequest, mongo_uri: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, dict[str, str]]]:
-    """An open server, and one whose caller is an authenticated, scoped approver."""
-    settings = Settings(mongodb_uri=mongo_uri, mongodb_db=f"fuzz_{uuid.uuid4().hex[:8]}")
+    """An open server, and one whose caller is an authenticated, scoped approver. It runs
+    as a process of its own: PyMongo draws request ids from the `random` module, and
+    hypothesis takes any use of it by a thread of this process while it draws an example
+    for the test's own (HypothesisDeprecationWarning, then FlakyStrategyDefinition)."""
+    database = f"fuzz_{uuid.uuid4().hex[:8]}"
     with MongoClient[Any](mongo_uri) as client:  # runs to page through, in and out of scope
         docs = [suspended_doc(f"fuzz-{i}", resourceId=f"t-{i % 2}") for i in range(6)]
-        client[settings.mongodb_db][SNAPSHOTS_COLLECTION].insert_many(docs)
+        client[database][SNAPSHOTS_COLLECTION].insert_many(docs)
+    env = {"MONGODB_URI": mongo_uri, "MONGODB_DB": database}
     headers: dict[str, str] = {}
     if request.param == "scoped":
         key, digest = new_api_key()
         keys = tmp_path_factory.mktemp("keys") / "keys.json"
         entry = {"name": "fuzz", "sha256": digest, "role": "approver", "resourceIds": ["t-1"]}
         keys.write_text(json.dumps([entry]))
-        settings = settings.model_copy(update={"api_keys_file": keys})
+        env["API_KEYS_FILE"] = str(keys)
         headers = {"x-api-key": key}
-    with ThreadedServer(settings) as url:
-        yield url, headers
+    server = Server(tmp_path_factory.mktemp(f"fuzz-{request.param}") / "data", env)
+    server.start()
+    try:
+        yield server.url, headers
+    finally:
+        assert server.stop() == 0, server.log.read_text()[-3000:]
 
 
 @pytest.fixture(scope="module")
