@@ -26,6 +26,7 @@ read in pages of 100, parsed and filtered in the process).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import http.client
 import json
 import os
@@ -45,7 +46,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import churn, hostile
+from scripts import churn, hostile, live
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -122,10 +123,12 @@ class Served:
         self.process.wait(60)
 
 
-def serve(uri: str, db_name: str, log: Path) -> Served:
+def serve(uri: str, db_name: str, log: Path, **settings: str) -> Served:
+    """`suspended-runs serve` on `db_name`, with `settings` (environment variables) added."""
     port = free_port()
     env = {**os.environ, "MONGODB_URI": uri, "MONGODB_DB": db_name, "PORT": str(port)}
     env["LOG_LEVEL"] = "WARNING"
+    env.update(settings)
     started = time.perf_counter()
     with log.open("ab") as out:
         process = subprocess.Popen(
@@ -490,6 +493,8 @@ def main() -> int:
         return churn_main(args)
     if args.hostile:
         return hostile_main(args)
+    if args.live:
+        return live_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -538,6 +543,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--churn-down", type=int, default=50_000, help="documents written while down"
     )
+    parser.add_argument(
+        "--live", action="store_true", help="only subscriptions' and traces' figures"
+    )
+    parser.add_argument("--live-subscribers", type=int, default=100, help="subscribers of one page")
+    parser.add_argument("--live-writes", type=int, default=50, help="runs written, one at a time")
+    parser.add_argument("--live-repeats", type=int, default=200, help="pages asked per server")
     parser.add_argument("--hostile", action="store_true", help="only hostile requests' figures")
     parser.add_argument("--hostile-agents", type=int, default=300, help="agents, a run each")
     parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
@@ -581,6 +592,51 @@ def hostile_main(args: argparse.Namespace) -> int:
     rows.append((beside, f"{busy:,.0f} ({busy / quiet:.0%})"))
     print(f"\n## Hostile requests ({n} agents; embedded MongoDB)\n")
     print("| figure | value |\n| --- | --- |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+    return 0
+
+
+def _ms(seconds: list[float]) -> str:
+    values = [s * 1000 for s in seconds]
+    return f"{statistics.median(values):.0f} / {live.p99(values):.0f} ms"
+
+
+def live_main(args: argparse.Namespace) -> int:
+    """`--live`: write-to-push delays for many subscribers; a page's cost, traced or not."""
+    db, subscribers, writes = "bench_live", args.live_subscribers, args.live_writes
+    sink = live.Sink()
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        load(mongo.uri, db, 1000)
+        limit = str(max(subscribers, 20))
+        plain = serve(mongo.uri, db, log, MAX_SUBSCRIPTIONS_PER_CALLER=limit)
+        traced = serve(mongo.uri, db, log, OTEL_EXPORTER_OTLP_ENDPOINT=sink.url)
+        try:
+            counts_in_memory(plain.url)
+            _say(f"{subscribers} subscribers, {writes} runs written one at a time")
+            pushes = asyncio.run(live.push_delays(plain.url, mongo.uri, db, subscribers, writes))
+            polled = asyncio.run(live.listed_delays(plain.url, mongo.uri, db, writes, writes))
+            _say(f"a page of 50 runs, {args.live_repeats} times from each server")
+            off, on = live.page_costs(plain.url, traced.url, args.live_repeats)
+        finally:
+            plain.stop()
+            traced.stop()
+            sink.close()
+    ratio = statistics.median(on) / statistics.median(off)
+    rows = [
+        (f"write -> push, each of {subscribers} subscribers", _ms(pushes["each"])),
+        (f"write -> push, the last of the {subscribers}", _ms(pushes["last"])),
+        ("write -> listed by an HTTP poll (no subscriber)", _ms(polled)),
+        ("evaluations of the page per write", f"{pushes['evaluations'] / writes:.2f}"),
+        ("a page of 50 runs, tracing off", f"{statistics.median(off):.1f} / {p95(off):.1f} ms"),
+        (
+            "a page of 50 runs, tracing on (OTLP/HTTP)",
+            f"{statistics.median(on):.1f} / {p95(on):.1f} ms ({ratio:.2f}x)",
+        ),
+    ]
+    print("\n## Subscriptions and traces (1,000 runs; embedded MongoDB)\n")
+    print("| figure | median / p99 (pages: p95) |\n| --- | --- |")
     for name, value in rows:
         print(f"| {name} | {value} |")
     return 0
