@@ -21,7 +21,7 @@ from suspended_runs.storage.follower.changes import Change, ChangeApplier
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.reconcile import Reconciler
 from suspended_runs.storage.follower.settling import Settlement
-from suspended_runs.storage.types import Document
+from suspended_runs.storage.types import RUN_WORKFLOWS, Document
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +38,20 @@ _FOLLOW_AWAIT_MS = 200
 """How long a followed stream's read waits for a change: five reads a second when idle.
 The embedded server answers a read only when this wait ends, even when a change came
 before: it bounds how late a change is seen there (a replica set answers at once)."""
+_RUN_CHANGES: list[Document] = [
+    {
+        "$match": {
+            "$or": [
+                {"operationType": {"$nin": ["insert", "update", "replace"]}},
+                {"fullDocument.workflow_name": {"$in": list(RUN_WORKFLOWS)}},
+            ]
+        }
+    }
+]
+"""The changes the follower applies: every run's document, and every delete (which names
+only an `_id`). A Mastra run's `executionWorkflow` sibling, half of what Mastra writes,
+is not a run (`ChangeApplier.apply` passes it by): the server leaves it out instead of
+sending it whole."""
 _IDLE_AWAIT_MS = 100
 """How long a read up to now waits before it counts its stream idle: a restart is ready
 after one such wait. The stream followed after it goes on from where this one ended, so a
@@ -198,6 +212,7 @@ class ChangeStreamFollower:
         server about a quarter of the writes it can take from Mastra meanwhile; this process
         decodes a whole document for less (docs/benchmarks.md, "The follower")."""
         return await self.snapshots.watch(
+            _RUN_CHANGES,
             full_document="updateLookup",
             resume_after=resume_after,
             max_await_time_ms=await_ms,
