@@ -701,6 +701,10 @@ def churn_main(args: argparse.Namespace) -> int:
             f"{restarted.ready_s:.1f} s",
         ),
         (
+            "follower changes/s applying them (documents / seconds to ready)",
+            f"{down * per_run / restarted.ready_s:,.0f}",
+        ),
+        (
             "lists right when ready",
             "yes" if listed == before + down else f"no ({listed:,} of {before + down:,})",
         ),
