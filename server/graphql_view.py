@@ -36,6 +36,7 @@ from suspended_runs.server.gates import graphql_error
 from suspended_runs.server.json_body import decode_json_request
 from suspended_runs.server.masking import classified
 from suspended_runs.server.media_types import GRAPHQL_RESPONSE_JSON, JSON, negotiate
+from suspended_runs.server.memory import RequestGarbage
 from suspended_runs.server.persisted_queries import NOT_FOUND, PersistedQueries, not_found
 from suspended_runs.server.websocket import Connection, SubscriptionHandler
 
@@ -60,6 +61,7 @@ class GraphQLApp(GraphQL[Any, None]):
         kwargs["subscription_protocols"] = (GRAPHQL_TRANSPORT_WS_PROTOCOL,)
         super().__init__(*args, **kwargs)
         self.actor_header, self.operations, self.max_batch = actor_header, operations, max_batch
+        self.garbage = RequestGarbage()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -120,7 +122,9 @@ class GraphQLApp(GraphQL[Any, None]):
         """A request body (or GET `variables`) is a JSON object, or an array of them (a
         batch), no deeper than `MAX_JSON_DEPTH`; anything else is a bad request (400),
         which Strawberry would otherwise answer with a 500 (non-UTF-8 bytes, a bare
-        number, deep nesting)."""
+        number, deep nesting). Its size counts towards the next full collection
+        (server/memory.py)."""
+        self.garbage.received(len(data))
         return decode_json_request(data)
 
     async def parse_http_body(self, request: Any) -> Any:

@@ -1,4 +1,4 @@
-"""Large allocations given back to the system when freed.
+"""Large allocations given back to the system when freed, and freed soon.
 
 A request body, its decoded text and its parsed tokens are each as large as the request
 (up to MAX_REQUEST_BYTES). glibc's malloc serves blocks that large with mmap, and frees
@@ -7,19 +7,53 @@ to that size, later blocks come from the heap, and the heap's high-water mark st
 resident. A server sent many distinct large queries kept hundreds of megabytes that way,
 though every cache it has is bounded. Fixing the threshold (`mallopt(M_MMAP_THRESHOLD)`)
 turns that adjustment off, as MALLOC_MMAP_THRESHOLD_ in the environment would.
+
+Freed, though, only once nothing refers to them, and every request leaves reference
+cycles behind (graphql-core's validation rules hold their bound methods, and through
+their context the document, its source text and its tokens; Strawberry's extensions hold
+the execution context, and it the query text). Only the cyclic collector frees those, and
+its oldest generation, where a request's cycles end up, runs by counts of objects, not by
+the bytes they hold: a few hundred objects a request, each request's a megabyte or more.
+`RequestGarbage` runs a full collection after every `GARBAGE_AFTER_BYTES` of request
+bodies, so what requests leave behind stays within a few times that.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import logging
+import threading
 
 log = logging.getLogger(__name__)
 
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 128 * 1024
 """glibc's own starting value: blocks of this size and more are mmapped."""
+GARBAGE_AFTER_BYTES = 8 * 1024 * 1024
+"""Bytes of request bodies between two full collections. One full collection costs about
+what parsing a large query does; small requests reach this only after thousands."""
+
+
+class RequestGarbage:
+    """Counts the bytes of request bodies; past `after_bytes`, one full collection."""
+
+    def __init__(self, after_bytes: int = GARBAGE_AFTER_BYTES) -> None:
+        self.after_bytes = after_bytes
+        self.collections = 0
+        self._received = 0
+        self._lock = threading.Lock()  # bodies may be decoded in worker threads
+
+    def received(self, size: int) -> None:
+        with self._lock:
+            self._received += size
+            due = self._received >= self.after_bytes
+            if due:
+                self._received = 0
+                self.collections += 1
+        if due:
+            gc.collect()
 
 
 def return_large_blocks() -> bool:
