@@ -38,6 +38,23 @@ _FOLLOW_AWAIT_MS = 200
 """How long a followed stream's read waits for a change: five reads a second when idle.
 The embedded server answers a read only when this wait ends, even when a change came
 before: it bounds how late a change is seen there (a replica set answers at once)."""
+_EVERY_CHANGE: list[Document] = [
+    {
+        "$set": {
+            "fullDocument": {
+                "$cond": [
+                    {"$in": ["$fullDocument.workflow_name", list(RUN_WORKFLOWS)]},
+                    "$fullDocument",
+                    None,
+                ]
+            }
+        }
+    }
+]
+"""A stream read up to now (a restart's): every change, with its document only where it
+is a run's. Not filtered: the embedded server filters a stretch of the oplog at a time and
+answers an empty batch when none of it matched, which would read as the stream's end
+while a backlog remains."""
 _RUN_CHANGES: list[Document] = [
     {
         "$match": {
@@ -48,10 +65,10 @@ _RUN_CHANGES: list[Document] = [
         }
     }
 ]
-"""The changes the follower applies: every run's document, and every delete (which names
-only an `_id`). A Mastra run's `executionWorkflow` sibling, half of what Mastra writes,
-is not a run (`ChangeApplier.apply` passes it by): the server leaves it out instead of
-sending it whole."""
+"""A stream followed once caught up: only runs' documents and deletes. A Mastra run's
+`executionWorkflow` sibling, half of what Mastra writes, is not a run (`ChangeApplier`
+passes it by), and the embedded server filters it for less than it sends it; an empty
+batch here says nothing of the stream's end, and nothing waits for one."""
 _IDLE_AWAIT_MS = 100
 """How long a read up to now waits before it counts its stream idle: a restart is ready
 after one such wait. The stream followed after it goes on from where this one ended, so a
@@ -85,7 +102,7 @@ class ChangeStreamFollower:
     async def works(self) -> bool:
         """Whether the database offers change streams."""
         try:
-            async with await self.snapshots.watch(max_await_time_ms=1):
+            async with await self.snapshots.watch(_EVERY_CHANGE, max_await_time_ms=1):
                 return True
         except OperationFailure as exc:
             log.warning(
@@ -128,13 +145,15 @@ class ChangeStreamFollower:
         # names the database, not the collection, and does not resume. There the stream
         # opened before the read goes on: exact on a single node, which shows a write as
         # it commits (a replica set's tokens resume, and never reach it).
-        opened = await self._watch(await_ms=_FOLLOW_AWAIT_MS)
+        opened = await self._watch(await_ms=_FOLLOW_AWAIT_MS, followed=True)
         streams.push_async_callback(opened.close)
         idle = await self._follow_changes(stream, until_caught_up=True)
         if not stream.alive:
             return stream  # it ended: the follower reopens from the token kept
         try:
-            after = await self._watch(resume_after=stream.resume_token, await_ms=_FOLLOW_AWAIT_MS)
+            after = await self._watch(
+                resume_after=stream.resume_token, await_ms=_FOLLOW_AWAIT_MS, followed=True
+            )
         except OperationFailure as exc:
             log.debug("a read stream's token does not resume", extra={"reason": str(exc)})
             return opened if idle else stream
@@ -204,15 +223,16 @@ class ChangeStreamFollower:
         return await self._watch(await_ms=_IDLE_AWAIT_MS), False
 
     async def _watch(
-        self, *, await_ms: int, resume_after: Any = None
+        self, *, await_ms: int, resume_after: Any = None, followed: bool = False
     ) -> AsyncChangeStream[Document]:
         """A stream on the snapshots from now (or after `resume_after`) whose reads wait
-        `await_ms` for a change. Each change comes with its whole document: reducing it to
-        what extraction reads (a `$set` stage, as collection reads do) costs the embedded
-        server about a quarter of the writes it can take from Mastra meanwhile; this process
-        decodes a whole document for less (docs/benchmarks.md, "The follower")."""
+        `await_ms` for a change: `followed`, of runs' changes only (`_RUN_CHANGES`), else of
+        every change (`_EVERY_CHANGE`). Each run's change comes with its whole document:
+        reducing it to what extraction reads (a `$set` stage, as collection reads do) costs
+        the embedded server about a quarter of the writes it can take from Mastra meanwhile;
+        this process decodes a whole document for less (docs/benchmarks.md, "The follower")."""
         return await self.snapshots.watch(
-            _RUN_CHANGES,
+            _RUN_CHANGES if followed else _EVERY_CHANGE,
             full_document="updateLookup",
             resume_after=resume_after,
             max_await_time_ms=await_ms,
@@ -226,7 +246,7 @@ class ChangeStreamFollower:
                 changes.append(((change.get("documentKey") or {}).get("_id"), None))
             elif operation in ("insert", "update", "replace"):
                 doc = change.get("fullDocument")
-                if doc is not None:  # None: deleted since; its delete event follows
+                if doc is not None:  # None: not a run, or deleted since (its delete follows)
                     changes.append((doc.get("_id"), doc))
         await self.changes.apply(changes)
         for change in batch:

@@ -45,6 +45,27 @@ async def test_a_restart_is_ready_only_once_what_was_written_while_down_is_liste
             assert behind is None or behind >= 0
 
 
+async def test_a_long_stretch_of_other_documents_does_not_make_a_restart_ready_early(
+    settings: Settings, snapshots: Any
+) -> None:
+    """Mastra's `executionWorkflow` siblings (not runs) written while down, then one run:
+    the stream's reads over the siblings are not taken for the end of what it has to give."""
+    streamed = settings.model_copy(update={"sync_mode": "change_stream"})
+    async with running_app(streamed):
+        pass
+    sibling = suspended_doc("template", workflow_name="executionWorkflow")
+    await snapshots.insert_many([{**sibling, "run_id": f"sibling-{i:04d}"} for i in range(1500)])
+    await snapshots.insert_one(suspended_doc("the-run"))
+    async with LifespanManager(create_app(streamed)) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+            async with asyncio.timeout(120):
+                while (await client.get("/readyz")).status_code != 200:
+                    await asyncio.sleep(0.02)
+            total = (await make_gql(client)(TOTAL))["data"]["suspendedRuns"]["total"]
+    assert total == 1
+
+
 async def test_an_idle_stream_saves_a_token_that_moves_on_with_the_database(
     settings: Settings, start_app: Any, db: Any, monkeypatch: Any
 ) -> None:
