@@ -195,7 +195,7 @@ def _serve_until_stopped(settings: Settings, served: list[_Database]) -> None:
 
     from suspended_runs.server.app import create_app
     from suspended_runs.server.http_protocol import with_header_timeout
-    from suspended_runs.server.memory import return_large_blocks
+    from suspended_runs.server.memory import freeze_startup_objects, return_large_blocks
     from suspended_runs.server.preflight import listening_socket, usable_data_dir
 
     return_large_blocks()
@@ -212,6 +212,7 @@ def _serve_until_stopped(settings: Settings, served: list[_Database]) -> None:
             # A setting it cannot use fails here, before serving.
             app = create_app(settings, embedded=database.supervisor)
             asyncio.run(_reachable(settings.mongodb_uri))
+            freeze_startup_objects()
             port = sock.getsockname()[1]
             log.info("serving GraphQL", extra={"url": f"http://{settings.host}:{port}/graphql"})
             config = uvicorn.Config(

@@ -15,7 +15,9 @@ the execution context, and it the query text). Only the cyclic collector frees t
 its oldest generation, where a request's cycles end up, runs by counts of objects, not by
 the bytes they hold: a few hundred objects a request, each request's a megabyte or more.
 `RequestGarbage` runs a full collection after every `GARBAGE_AFTER_BYTES` of request
-bodies, so what requests leave behind stays within a few times that.
+bodies (WebSocket messages included), so what requests leave behind stays within a few
+times that. `freeze_startup_objects` moves what the server holds from its start (modules,
+the schema) out of the collector's sight, so a full collection walks only what came since.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import ctypes
 import ctypes.util
 import gc
 import logging
-import threading
+import time
 
 log = logging.getLogger(__name__)
 
@@ -34,26 +36,38 @@ MMAP_THRESHOLD = 128 * 1024
 GARBAGE_AFTER_BYTES = 8 * 1024 * 1024
 """Bytes of request bodies between two full collections. One full collection costs about
 what parsing a large query does; small requests reach this only after thousands."""
+COLLECTING_SHARE = 0.1
+"""Most of the time spent in these collections: one waits until ten times the last one's
+length has passed, so a flood of large queries cannot make the server mostly collect."""
 
 
 class RequestGarbage:
-    """Counts the bytes of request bodies; past `after_bytes`, one full collection."""
+    """Counts the bytes of request bodies; past `after_bytes`, one full collection.
+    Called on the event loop only (as bodies are decoded), so it needs no lock."""
 
     def __init__(self, after_bytes: int = GARBAGE_AFTER_BYTES) -> None:
         self.after_bytes = after_bytes
         self.collections = 0
         self._received = 0
-        self._lock = threading.Lock()  # bodies may be decoded in worker threads
+        self._next_allowed = 0.0
 
     def received(self, size: int) -> None:
-        with self._lock:
-            self._received += size
-            due = self._received >= self.after_bytes
-            if due:
-                self._received = 0
-                self.collections += 1
-        if due:
-            gc.collect()
+        self._received += size
+        if self._received < self.after_bytes or time.monotonic() < self._next_allowed:
+            return
+        self._received = 0
+        self.collections += 1
+        started = time.monotonic()
+        gc.collect()
+        ended = time.monotonic()
+        self._next_allowed = ended + (ended - started) * (1 / COLLECTING_SHARE - 1)
+
+
+def freeze_startup_objects() -> None:
+    """Collect once, then leave what survives to the end of the process: what a server
+    holds from its start is never garbage, and every full collection would walk it."""
+    gc.collect()
+    gc.freeze()
 
 
 def return_large_blocks() -> bool:
