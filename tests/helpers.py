@@ -258,19 +258,20 @@ class Server:
         )
 
     def stop(self) -> int:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGINT)
-        code = self.process.wait(30)
-        self.process = None
-        return code
+        return self.signal(signal.SIGINT)
 
     def signal(self, sig: int) -> int:
-        """Send `sig` (SIGTERM, SIGHUP, SIGKILL, ...); the exit status (-9 for SIGKILL)."""
+        """Send `sig` (SIGTERM, SIGHUP, SIGKILL, ...); the exit status (-9 for SIGKILL). A
+        process still there 30 s later is killed, so no test leaves a server behind."""
         assert self.process is not None
-        self.process.send_signal(sig)
-        code = self.process.wait(30)
-        self.process = None
-        return code
+        process, self.process = self.process, None
+        process.send_signal(sig)
+        try:
+            return process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
 
     def query(self, query: str, variables: dict[str, Any] | None = None) -> dict[str, Any]:
         response = httpx.post(
