@@ -9,18 +9,24 @@ from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
 from suspended_runs.storage.audit.decision_log import DecisionLog
+from suspended_runs.storage.events.deliveries import DeliveryStore
+from suspended_runs.storage.events.outbox import EventOutbox
+from suspended_runs.storage.events.webhooks import WebhookStore
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     DECISIONS_COLLECTION,
+    DELIVERIES_COLLECTION,
     DURABLE,
+    EVENTS_COLLECTION,
     FOLLOWER_STATE_COLLECTION,
     IDEMPOTENCY_COLLECTION,
     PERSISTED_QUERIES_COLLECTION,
     RUNS_COLLECTION,
     SNAPSHOTS_COLLECTION,
+    WEBHOOKS_COLLECTION,
     Document,
 )
 
@@ -41,6 +47,9 @@ class Storage:
     python_snapshots: PythonSnapshots
     decisions: DecisionLog
     persisted_queries: PersistedQueryStore
+    outbox: EventOutbox
+    webhooks: WebhookStore
+    deliveries: DeliveryStore
 
     @classmethod
     def open(
@@ -70,6 +79,8 @@ class Storage:
             holder=instance,
             lease=follower_lease,
         )
+        outbox = EventOutbox(db[EVENTS_COLLECTION], db[WEBHOOKS_COLLECTION], retention)
+        runs.claims.outbox = follower.changes.outbox = outbox
         return cls(
             client=client,
             db=db,
@@ -82,6 +93,9 @@ class Storage:
             persisted_queries=PersistedQueryStore(
                 db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max
             ),
+            outbox=outbox,
+            webhooks=WebhookStore(db[WEBHOOKS_COLLECTION]),
+            deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention),
         )
 
     async def ensure_indexes(self) -> None:
@@ -89,6 +103,8 @@ class Storage:
         await self.follower.ensure_indexes()
         await self.decisions.ensure_indexes()
         await self.persisted_queries.ensure_indexes()
+        await self.outbox.ensure_indexes()
+        await self.deliveries.ensure_indexes()
 
     async def ping(self) -> bool:
         await self.db.command("ping")

@@ -1,7 +1,8 @@
-"""Which instance follows the snapshots: a lease in the database.
+"""Which instance does what one instance at a time must: a lease in the database.
 
 Every instance serves the API, but one at a time follows (writes the index from the
-snapshots); the others stand by, and take over when the holder stops renewing.
+snapshots), and one delivers webhooks; the others stand by, and take over when the
+holder stops renewing.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from pymongo.errors import DuplicateKeyError
 
 from suspended_runs.storage.types import Document
 
-_LEASE_ID = "snapshot-follower"
+FOLLOWER_LEASE = "snapshot-follower"
 
 
 def instance_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
-class FollowerLease:
+class Lease:
     """A document in `suspended_runs_sync` naming its holder and when the hold runs out.
     The holder renews it every third of its length; any instance takes it once it ran out
     (a holder that died, or lost the database), so one follows within a lease of the last
@@ -36,7 +37,9 @@ class FollowerLease:
         holder: str,
         length: timedelta,
         clock: Callable[[], datetime],
+        lease_id: str = FOLLOWER_LEASE,
     ) -> None:
+        self.lease_id = lease_id
         self.state = state
         self.holder = holder
         self.length = length
@@ -53,7 +56,7 @@ class FollowerLease:
         held_by_none = {"$or": [{"holder": self.holder}, {"expiresAt": {"$lte": now}}]}
         try:
             await self.state.update_one(
-                {"_id": _LEASE_ID, **held_by_none}, self._holding(now, status), upsert=True
+                {"_id": self.lease_id, **held_by_none}, self._holding(now, status), upsert=True
             )
         except DuplicateKeyError:  # the lease exists, held by another: the upsert's insert
             return False
@@ -63,20 +66,20 @@ class FollowerLease:
         """Hold on; False when another instance took the lease meanwhile."""
         now = self.clock()
         result = await self.state.update_one(
-            {"_id": _LEASE_ID, "holder": self.holder}, self._holding(now, status)
+            {"_id": self.lease_id, "holder": self.holder}, self._holding(now, status)
         )
         return result.matched_count == 1
 
     async def current(self) -> Document | None:
         """The lease as its holder last said (mode, health, progress), while it holds."""
-        doc = await self.state.find_one({"_id": _LEASE_ID})
+        doc = await self.state.find_one({"_id": self.lease_id})
         expires = doc.get("expiresAt") if doc else None
         return doc if isinstance(expires, datetime) and expires > self.clock() else None
 
     async def release(self) -> None:
         """Let go (a clean stop), so another instance takes over at once."""
         await self.state.update_one(
-            {"_id": _LEASE_ID, "holder": self.holder}, {"$set": {"expiresAt": self.clock()}}
+            {"_id": self.lease_id, "holder": self.holder}, {"$set": {"expiresAt": self.clock()}}
         )
 
     def _holding(self, now: datetime, status: Document) -> Document:

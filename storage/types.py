@@ -34,6 +34,15 @@ IDEMPOTENCY_COLLECTION = "suspended_runs_idempotency"
 PERSISTED_QUERIES_COLLECTION = "suspended_runs_persisted_queries"
 """GraphQL documents by their SHA-256 (storage/persisted_queries.py)."""
 
+EVENTS_COLLECTION = "suspended_runs_events"
+"""The event outbox (storage/events/outbox.py)."""
+
+WEBHOOKS_COLLECTION = "suspended_runs_webhooks"
+"""Webhooks, with the secrets that sign their deliveries (storage/events/webhooks.py)."""
+
+DELIVERIES_COLLECTION = "suspended_runs_deliveries"
+"""One document per event and webhook (storage/events/deliveries.py)."""
+
 MASTRA_RUN_WORKFLOWS = ("agentic-loop", "durable-agentic-loop")
 """Workflow names of Mastra agent runs. Their `executionWorkflow` siblings are not runs."""
 

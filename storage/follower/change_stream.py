@@ -248,7 +248,7 @@ class ChangeStreamFollower:
                 doc = change.get("fullDocument")
                 if doc is not None:  # None: not a run, or deleted since (its delete follows)
                     changes.append((doc.get("_id"), doc))
-        await self.changes.apply(changes)
+        await self.changes.apply(changes, announce=True)
         for change in batch:
             self.changes.observed(change.get("wallTime") or change.get("clusterTime"))
         now = asyncio.get_running_loop().time()

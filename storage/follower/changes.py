@@ -17,10 +17,12 @@ from typing import Any
 from bson import Timestamp
 from pymongo.asynchronous.collection import AsyncCollection
 
+from suspended_runs.storage.events import outbox as events
+from suspended_runs.storage.events.outbox import EventOutbox, RunEvent
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.snapshots.states import extract_or_log
-from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus
+from suspended_runs.storage.types import RUN_WORKFLOWS, Document, RunStatus, Runtime
 
 _BATCH = 1000
 _DELAYS_KEPT = 10_000
@@ -41,10 +43,13 @@ class ChangeApplier:
     """The write-to-applied seconds of changes applied since the metrics last took them."""
     applied_up_to: datetime | None = None
     """When the newest change applied was written (its commit, or its `updatedAt`)."""
+    outbox: EventOutbox | None = None
 
-    async def apply(self, changes: Iterable[Change]) -> int:
+    async def apply(self, changes: Iterable[Change], *, announce: bool = False) -> int:
         """Bring the entries of the changed snapshots in line with them, as one batch (the
-        last change of each document counts); how many entries that wrote."""
+        last change of each document counts); how many entries that wrote. `announce`:
+        Mastra's runs that became suspended or ended are events (storage/events/outbox.py),
+        written before the caller saves its place past these changes."""
         latest: dict[Any, Document | None] = {}
         for snapshot_id, doc in changes:
             latest.pop(snapshot_id, None)  # moved to the end: the order of last changes
@@ -61,21 +66,26 @@ class ChangeApplier:
             elif isinstance(doc.get("run_id"), str):
                 ended.append(doc["run_id"])
         held, new = await self._changed(entries)
-        return await self.index.discovery.apply(held, ended, deleted, self.clock(), new=new)
+        happened = await self._events(held + new, ended, deleted) if announce else []
+        written = await self.index.discovery.apply(held, ended, deleted, self.clock(), new=new)
+        if happened and self.outbox is not None:
+            await self.outbox.add(happened)
+        return written
 
-    async def apply_documents(self, docs: list[Document]) -> int:
+    async def apply_documents(self, docs: list[Document], *, announce: bool = False) -> int:
         """`apply` to documents as they are now, `_BATCH` at a time."""
         written = 0
         for i in range(0, len(docs), _BATCH):
-            written += await self.apply((doc.get("_id"), doc) for doc in docs[i : i + _BATCH])
+            batch = ((doc.get("_id"), doc) for doc in docs[i : i + _BATCH])
+            written += await self.apply(batch, announce=announce)
         return written
 
     async def end_run(self, run_id: str) -> int:
         """End a run whose snapshot is no longer suspended (or gone)."""
         return await self.index.discovery.end_runs([run_id], self.clock())
 
-    async def end_vanished(self) -> int:
-        """End the suspended runs whose snapshot is gone; how many."""
+    async def end_vanished(self, *, announce: bool = False) -> int:
+        """End the suspended runs whose snapshot is gone; how many (`announce` as `apply`)."""
         by_snapshot = await self.index.discovery.suspended_by_snapshot()
         ids = list(by_snapshot)
         present: set[Any] = set()
@@ -83,7 +93,11 @@ class ChangeApplier:
             batch = {"_id": {"$in": ids[i : i + _BATCH]}}
             present |= {doc["_id"] async for doc in self.snapshots.find(batch, {"_id": 1})}
         gone = [run_id for snapshot_id, run_id in by_snapshot.items() if snapshot_id not in present]
-        return await self.index.discovery.end_runs(gone, self.clock())
+        happened = await self._events([], gone, []) if announce and gone else []
+        ended = await self.index.discovery.end_runs(gone, self.clock())
+        if happened and self.outbox is not None:
+            await self.outbox.add(happened)
+        return ended
 
     def observed(self, committed: Any) -> None:
         """A change written at `committed` (a timestamp or a time) was just applied."""
@@ -95,6 +109,27 @@ class ChangeApplier:
             self.delays.append(self.lag)
             if self.applied_up_to is None or moment > self.applied_up_to:
                 self.applied_up_to = moment
+
+    async def _events(
+        self, suspended: list[RunEntry], ended: list[str], deleted: list[Any]
+    ) -> list[RunEvent]:
+        """What these changes announce, if any webhook listens: a suspension of each run of
+        `suspended`, and the end of each SUSPENDED run that `ended` and `deleted` end.
+        Python runs are announced by their runtime, as it writes them."""
+        if self.outbox is None or not await self.outbox.active():
+            return []
+        now = self.clock()
+        ending = (
+            await self.index.discovery.suspended_among(ended, deleted) if ended or deleted else []
+        )
+        return [
+            *(events.suspended(e, now) for e in suspended if e.runtime is Runtime.MASTRA),
+            *(
+                events.settled(e.finished(RunStatus.ENDED, None, now), now)
+                for e in ending
+                if e.runtime is Runtime.MASTRA
+            ),
+        ]
 
     async def _changed(self, entries: list[RunEntry]) -> tuple[list[RunEntry], list[RunEntry]]:
         """Of `entries`, those the index holds otherwise, and those it holds no entry for

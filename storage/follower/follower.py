@@ -23,7 +23,6 @@ from pymongo.asynchronous.collection import AsyncCollection
 
 from suspended_runs.storage.follower.change_stream import ChangeStreamFollower
 from suspended_runs.storage.follower.changes import ChangeApplier
-from suspended_runs.storage.follower.lease import FollowerLease, instance_name
 from suspended_runs.storage.follower.polling import SnapshotPoller
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.reconcile import Progress, Reconciler, ReconcileReport
@@ -31,6 +30,7 @@ from suspended_runs.storage.follower.settling import Settlement
 from suspended_runs.storage.follower.stopping import stopped
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.lease import Lease, instance_name
 from suspended_runs.storage.snapshots.states import extract_or_log
 from suspended_runs.storage.types import Document
 
@@ -97,7 +97,7 @@ class SnapshotFollower:
         self._poller = SnapshotPoller(*parts, interval=poll_interval, overlap=poll_overlap)
         self._position = position
         self._retry = _FIRST_RETRY
-        self.lease = FollowerLease(state, holder or instance_name(), lease, clock)
+        self.lease = Lease(state, holder or instance_name(), lease, clock)
         self.role = "standby"
         """"follower" while this instance holds the lease and follows, else "standby"."""
 
@@ -187,7 +187,7 @@ class SnapshotFollower:
         if doc is None:
             await self.changes.end_run(run_id)
         else:
-            await self.changes.apply_documents([doc])
+            await self.changes.apply_documents([doc], announce=True)
 
     async def _lead(self) -> None:
         """Follow while the lease holds, renewing it every third of its length."""

@@ -75,13 +75,13 @@ class SnapshotPoller:
         for i in range(0, len(fresh), _BATCH):
             query = {"_id": {"$in": fresh[i : i + _BATCH]}}
             docs = [doc async for doc in reader.read([query])]
-            await self.changes.apply_documents(docs)  # one batch
+            await self.changes.apply_documents(docs, announce=True)  # one batch
             for doc in docs:
                 self.changes.observed(doc.get("updatedAt"))
                 self.position.raise_high_water(doc)
                 self._seen[doc["_id"]] = _look_of(doc)
         self._forget_seen_before(self.position.high_water)
-        await self.changes.end_vanished()
+        await self.changes.end_vanished(announce=True)
         await self.settlement.settle_claimed()
 
     def _forget_seen_before(self, high_water: datetime | None) -> None:

@@ -171,10 +171,10 @@ class Reconciler:
             for doc in docs:
                 self._looked_at(report)
                 self.position.raise_high_water(doc)
-            report.written += await self.changes.apply_documents(docs)
+            report.written += await self.changes.apply_documents(docs, announce=True)
             width = _next_width(width, len(docs))
             low = high
-        report.ended = await self.changes.end_vanished()
+        report.ended = await self.changes.end_vanished(announce=True)
         log.info("caught up with the snapshots", extra=asdict(report))
         return report
 

@@ -7,15 +7,26 @@ the claim its holder took, so of any number of concurrent callers exactly one wi
 
 from __future__ import annotations
 
-from datetime import datetime
+import logging
+from collections.abc import Iterable
+from datetime import UTC, datetime
 
+from pymongo.errors import PyMongoError
+
+from suspended_runs.storage.events import outbox as events
+from suspended_runs.storage.events.outbox import EventOutbox, RunEvent
 from suspended_runs.storage.index.counts import STAMP
 from suspended_runs.storage.index.entry import Claim, RunEntry, read_entry
 from suspended_runs.storage.index.writes import IndexWriter
 from suspended_runs.storage.types import FINISHED, Document, RunStatus
 
+log = logging.getLogger(__name__)
+
 
 class ClaimWrites(IndexWriter):
+    outbox: EventOutbox | None = None
+    """Where the changes made here are announced (storage/events/outbox.py), once made."""
+
     async def put_started(self, entry: RunEntry) -> None:
         """The entry of a run this server just started.
 
@@ -27,6 +38,8 @@ class ClaimWrites(IndexWriter):
         # expiresAt), stamped.
         update = {"$set": entry.to_document(), "$unset": {"expiresAt": ""}, **STAMP}
         await self._writes.update_one({"runId": entry.run_id}, update, upsert=True)
+        if entry.status is RunStatus.SUSPENDED:
+            await self._announce([events.suspended(entry, _now())])
 
     async def apply_decision(self, seen: RunEntry, decided: RunEntry, claim: Claim | None) -> bool:
         """Record decisions on the entry as it was seen; with a claim, also take the run.
@@ -49,7 +62,15 @@ class ClaimWrites(IndexWriter):
             {"runId": seen.run_id, "status": RunStatus.SUSPENDED.value, "version": seen.version},
             update,
         )
-        return result.modified_count == 1
+        if result.modified_count != 1:
+            return False
+        before = {call.tool_call_id for call in seen.tool_calls if call.decision is not None}
+        await self._announce(
+            events.decided(decided, call.tool_call_id, _now())
+            for call in decided.tool_calls
+            if call.decision is not None and call.tool_call_id not in before
+        )
+        return True
 
     async def settle(self, after: RunEntry, claimed_by: str) -> bool:
         """Write where a continued run came to rest; only the holder of its claim may."""
@@ -123,4 +144,24 @@ class ClaimWrites(IndexWriter):
         else:
             update["$unset"] = {"expiresAt": ""}
         result = await self._writes.update_one(condition, update)
-        return result.modified_count == 1
+        if result.modified_count != 1:
+            return False
+        if after.status is RunStatus.SUSPENDED:
+            await self._announce([events.suspended(after, _now())])
+        elif after.status in FINISHED:
+            await self._announce([events.settled(after, _now())])
+        return True
+
+    async def _announce(self, happened: Iterable[RunEvent]) -> None:
+        """The change is made: an event that cannot be written is logged, not raised, since
+        the caller's answer must say what was done."""
+        if self.outbox is None:
+            return
+        try:
+            await self.outbox.add(happened)
+        except PyMongoError as exc:
+            log.error("an event was not written", extra={"reason": str(exc)})
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

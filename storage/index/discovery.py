@@ -15,7 +15,7 @@ from pymongo import InsertOne, UpdateMany, UpdateOne
 from pymongo.errors import BulkWriteError
 
 from suspended_runs.storage.index.counts import STAMP
-from suspended_runs.storage.index.entry import RunEntry
+from suspended_runs.storage.index.entry import RunEntry, read_entry
 from suspended_runs.storage.index.writes import IndexWriter, lost_to_taken_ids, written_by
 from suspended_runs.storage.types import Document, RunStatus
 
@@ -116,6 +116,16 @@ class Discovery(IndexWriter):
     async def end_runs(self, run_ids: Iterable[str], now: datetime) -> int:
         """Mark suspended runs that left the suspended state elsewhere as ENDED."""
         return await self.apply([], run_ids, (), now)
+
+    async def suspended_among(self, run_ids: list[str], snapshot_ids: list[Any]) -> list[RunEntry]:
+        """The SUSPENDED runs of `run_ids` and of `snapshot_ids`: those `apply` would end."""
+        found: list[RunEntry] = []
+        for field, keys in (("runId", run_ids), ("snapshotId", snapshot_ids)):
+            for i in range(0, len(keys), _BATCH):
+                query = {field: {"$in": keys[i : i + _BATCH]}, "status": RunStatus.SUSPENDED.value}
+                cursor = self.collection.find(query, {"_id": 0})
+                found += [entry async for doc in cursor if (entry := read_entry(doc)) is not None]
+        return found
 
     async def discovered_versions(self) -> dict[str, tuple[str, Any]]:
         """runId -> (status, suspendedAt) of every entry: what a reconcile compares."""

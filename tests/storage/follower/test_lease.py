@@ -1,4 +1,4 @@
-"""Many instances, one follower (storage/follower/follower.py, FollowerLease): instances on
+"""Many instances, one follower (storage/follower/follower.py, Lease): instances on
 one database elect the follower by a lease in the database; the others stand by, and one
 takes over within a few seconds when the follower dies."""
 

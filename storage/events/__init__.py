@@ -1,0 +1,1 @@
+"""Events for webhooks: the outbox that steps write, the webhooks, and their deliveries."""

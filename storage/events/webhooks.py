@@ -1,0 +1,222 @@
+"""Webhooks: where events are posted, which events, and the secrets that sign them.
+
+Secrets are stored as they are, since the deliverer signs with them (Standard Webhooks'
+HMAC needs the key itself): anyone who can read this collection can sign as this server.
+A rotated secret keeps signing beside the new one until `previousUntil`.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pymongo import ReturnDocument
+from pymongo.asynchronous.collection import AsyncCollection
+
+from suspended_runs.storage.index.entry import RunEntry
+from suspended_runs.storage.index.filters import RunFilter
+from suspended_runs.storage.types import DURABLE, Document
+
+SECRET_PREFIX = "whsec_"
+
+
+class WebhookFormat(StrEnum):
+    STANDARD = "standard"
+    SLACK = "slack"
+
+
+def new_secret() -> str:
+    """24 random bytes, base64, after `whsec_`: what Standard Webhooks' libraries decode."""
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookFilter:
+    """Which runs a webhook is told of: its filter, within its creator's scope."""
+
+    agent_id: str | None = None
+    thread_id: str | None = None
+    resource_id: str | None = None
+    from_date: datetime | None = None
+    to_date: datetime | None = None
+    agent_ids: frozenset[str] | None = None
+    resource_ids: frozenset[str] | None = None
+    """The creator's scope (None: any)."""
+
+    def matches(self, run: RunEntry) -> bool:
+        checks = (
+            (self.agent_id, run.agent_id),
+            (self.thread_id, run.thread_id),
+            (self.resource_id, run.resource_id),
+        )
+        if any(wanted is not None and wanted != value for wanted, value in checks):
+            return False
+        if self.agent_ids is not None and run.agent_id not in self.agent_ids:
+            return False
+        if self.resource_ids is not None and run.resource_id not in self.resource_ids:
+            return False
+        if self.from_date is not None and run.created_at < self.from_date:
+            return False
+        return self.to_date is None or run.created_at <= self.to_date
+
+    def as_run_filter(self) -> RunFilter:
+        return RunFilter(
+            agent_id=self.agent_id,
+            thread_id=self.thread_id,
+            resource_id=self.resource_id,
+            from_date=self.from_date,
+            to_date=self.to_date,
+            agent_ids=self.agent_ids,
+            resource_ids=self.resource_ids,
+        )
+
+    def to_document(self) -> Document:
+        return {
+            "agentId": self.agent_id,
+            "threadId": self.thread_id,
+            "resourceId": self.resource_id,
+            "fromDate": self.from_date,
+            "toDate": self.to_date,
+            "agentIds": None if self.agent_ids is None else sorted(self.agent_ids),
+            "resourceIds": None if self.resource_ids is None else sorted(self.resource_ids),
+        }
+
+    @classmethod
+    def from_document(cls, doc: Document) -> WebhookFilter:
+        agents, resources = doc.get("agentIds"), doc.get("resourceIds")
+        return cls(
+            agent_id=doc.get("agentId"),
+            thread_id=doc.get("threadId"),
+            resource_id=doc.get("resourceId"),
+            from_date=doc.get("fromDate"),
+            to_date=doc.get("toDate"),
+            agent_ids=None if agents is None else frozenset(agents),
+            resource_ids=None if resources is None else frozenset(resources),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    webhook_id: str
+    url: str
+    events: tuple[str, ...]
+    filter: WebhookFilter
+    format: WebhookFormat
+    secret: str
+    created_by: str
+    created_at: datetime
+    description: str | None = None
+    disabled: bool = False
+    disabled_reason: str | None = None
+    previous_secret: str | None = None
+    previous_until: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def signing_secrets(self, now: datetime) -> list[str]:
+        """The secret, and during a rotation the one before it."""
+        kept = self.previous_secret and self.previous_until and self.previous_until > now
+        return [self.secret, self.previous_secret] if kept else [self.secret]  # type: ignore[list-item]
+
+    def to_document(self) -> Document:
+        return {
+            "_id": self.webhook_id,
+            "url": self.url,
+            "events": list(self.events),
+            "filter": self.filter.to_document(),
+            "format": self.format.value,
+            "secret": self.secret,
+            "createdBy": self.created_by,
+            "createdAt": self.created_at,
+            "description": self.description,
+            "disabled": self.disabled,
+            "disabledReason": self.disabled_reason,
+            "previousSecret": self.previous_secret,
+            "previousUntil": self.previous_until,
+        }
+
+    @classmethod
+    def from_document(cls, doc: Document) -> Webhook:
+        return cls(
+            webhook_id=doc["_id"],
+            url=doc["url"],
+            events=tuple(doc.get("events") or ()),
+            filter=WebhookFilter.from_document(doc.get("filter") or {}),
+            format=WebhookFormat(doc.get("format", WebhookFormat.STANDARD.value)),
+            secret=doc["secret"],
+            created_by=doc.get("createdBy", ""),
+            created_at=doc["createdAt"],
+            description=doc.get("description"),
+            disabled=bool(doc.get("disabled")),
+            disabled_reason=doc.get("disabledReason"),
+            previous_secret=doc.get("previousSecret"),
+            previous_until=doc.get("previousUntil"),
+        )
+
+
+class WebhookStore:
+    def __init__(self, collection: AsyncCollection[Document]) -> None:
+        self.collection = collection.with_options(write_concern=DURABLE)
+
+    async def create(
+        self,
+        *,
+        url: str,
+        events: list[str],
+        run_filter: WebhookFilter,
+        format: WebhookFormat,
+        description: str | None,
+        created_by: str,
+        now: datetime,
+    ) -> Webhook:
+        webhook = Webhook(
+            webhook_id="wh_" + uuid.uuid4().hex,
+            url=url,
+            events=tuple(events),
+            filter=run_filter,
+            format=format,
+            secret=new_secret(),
+            created_by=created_by,
+            created_at=now,
+            description=description,
+        )
+        await self.collection.insert_one(webhook.to_document())
+        return webhook
+
+    async def all(self) -> list[Webhook]:
+        cursor = self.collection.find({}, sort=[("createdAt", 1)])
+        return [Webhook.from_document(doc) async for doc in cursor]
+
+    async def get(self, webhook_id: str) -> Webhook | None:
+        doc = await self.collection.find_one({"_id": webhook_id})
+        return Webhook.from_document(doc) if doc else None
+
+    async def delete(self, webhook_id: str) -> bool:
+        return (await self.collection.delete_one({"_id": webhook_id})).deleted_count == 1
+
+    async def rotate(self, webhook_id: str, until: datetime) -> Webhook | None:
+        """A new secret; the one it replaces keeps signing until `until`."""
+        current = await self.get(webhook_id)
+        if current is None:
+            return None
+        doc = await self.collection.find_one_and_update(
+            {"_id": webhook_id, "secret": current.secret},
+            {
+                "$set": {
+                    "secret": new_secret(),
+                    "previousSecret": current.secret,
+                    "previousUntil": until,
+                }
+            },
+            return_document=ReturnDocument.AFTER,
+        )
+        return Webhook.from_document(doc) if doc else await self.rotate(webhook_id, until)
+
+    async def disable(self, webhook_id: str, reason: str) -> None:
+        await self.collection.update_one(
+            {"_id": webhook_id}, {"$set": {"disabled": True, "disabledReason": reason}}
+        )
