@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from suspended_runs.resolvers.access import Principal
@@ -12,7 +13,14 @@ from suspended_runs.resolvers.budget import RequestBudget
 from suspended_runs.resolvers.live_pages import LivePages
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
+from suspended_runs.runtime.webhooks.addresses import OutboundRules
 from suspended_runs.storage import Storage
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRules:
+    outbound: OutboundRules = field(default_factory=lambda: OutboundRules(production=False))
+    rotation: timedelta = timedelta(days=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,6 +33,8 @@ class Context:
     policy: DecisionPolicy = field(default_factory=DecisionPolicy)
     budget: RequestBudget = field(default_factory=RequestBudget)
     """What this request may still cost (rows, mutations) and how large its texts may be."""
+    webhooks: WebhookRules = field(default_factory=lambda: WebhookRules())
+    """How webhooks are checked as they are made, and how long a rotated secret signs."""
     live: LivePages | None = None
     """The shared feeds of subscriptions (None where nothing subscribes: scripts, tests)."""
     shared: dict[str, asyncio.Future[Any]] = field(default_factory=dict)

@@ -14,9 +14,11 @@ import logging
 from suspended_runs.resolvers.access import Principal, Role, Scope
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
+from suspended_runs.resolvers.outcomes import RunDecided
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
 from suspended_runs.storage import Action, RunEntry, Storage
+from suspended_runs.storage.events import outbox as events
 
 log = logging.getLogger(__name__)
 
@@ -71,5 +73,8 @@ async def _decline_expired(context: Context, entry: RunEntry) -> int:
             wait=False,
         )
         outcome = await decide(context, request)
-        declined += type(outcome).__name__ == "RunDecided"
+        if isinstance(outcome, RunDecided):
+            declined += 1
+            now = context.runtimes.claims.clock()
+            await context.storage.outbox.add([events.expired(outcome.run, call.tool_call_id, now)])
     return declined

@@ -119,6 +119,31 @@ COUNTS_IN_MEMORY = Gauge(
     registry=REGISTRY,
 )
 
+WEBHOOK_ATTEMPTS = Counter(
+    "suspended_runs_webhook_attempts",
+    "Attempts to post a webhook delivery, by what came of it: delivered, retried (a "
+    "non-2xx answer, a timeout, a refused connection), refused (the address check), failed "
+    "(the schedule ran out, or 410 Gone).",
+    ["outcome"],
+    registry=REGISTRY,
+)
+WEBHOOK_DELIVERIES = Gauge(
+    "suspended_runs_webhook_deliveries",
+    "Webhook deliveries kept (RETENTION_DAYS), by status: PENDING, DELIVERED, FAILED.",
+    ["status"],
+    registry=REGISTRY,
+)
+WEBHOOK_OUTBOX_DEPTH = Gauge(
+    "suspended_runs_webhook_outbox_depth",
+    "Events not yet delivered: those not yet turned into deliveries, and PENDING deliveries.",
+    registry=REGISTRY,
+)
+WEBHOOK_OLDEST_PENDING = Gauge(
+    "suspended_runs_webhook_oldest_pending_seconds",
+    "Age of the oldest event not yet delivered (0: none).",
+    registry=REGISTRY,
+)
+
 _STORED = [s for s in RunStatus if s is not RunStatus.STALLED]
 _OPERATION_NAME = re.compile(r"[_A-Za-z][_0-9A-Za-z]{0,63}")
 
@@ -169,3 +194,15 @@ async def refresh(storage: Storage) -> None:
         FOLLOWER_DELAY.observe(delays.popleft())
     behind = follower.behind_seconds
     SYNC_BEHIND.set(float("nan") if behind is None else behind)
+    await _refresh_webhooks(storage, now)
+
+
+async def _refresh_webhooks(storage: Storage, now: datetime) -> None:
+    outcomes = await storage.deliveries.outcomes()
+    for status in ("PENDING", "DELIVERED", "FAILED"):
+        WEBHOOK_DELIVERIES.labels(status=status).set(outcomes.get(status, 0))
+    WEBHOOK_OUTBOX_DEPTH.set(await storage.outbox.depth() + outcomes.get("PENDING", 0))
+    oldest = await storage.deliveries.oldest_pending()
+    unsent = await storage.outbox.oldest()
+    ages = [(now - at).total_seconds() for at in (oldest, unsent) if at is not None]
+    WEBHOOK_OLDEST_PENDING.set(max(ages, default=0.0))

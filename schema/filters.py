@@ -10,6 +10,9 @@ import strawberry
 
 from suspended_runs import storage
 
+# RunStatus as GraphQL shows it, registered before a filter names it.
+from suspended_runs.schema import agent_run  # noqa: F401
+
 
 @strawberry.input(description="Every field is optional; given fields must all match.")
 class SuspendedRunsFilter:

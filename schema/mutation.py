@@ -10,6 +10,8 @@ from strawberry.extensions.field_extension import AsyncExtensionResolver
 from strawberry.types import Info
 
 from suspended_runs import resolvers
+from suspended_runs.schema import webhooks
+from suspended_runs.schema.filters import SuspendedRunsFilter
 from suspended_runs.schema.inputs import (
     ApproveToolCallInput,
     CancelRunInput,
@@ -27,6 +29,15 @@ from suspended_runs.schema.results import (
     StartRunResult,
     ToolCallDecisionResult,
     from_outcome,
+)
+from suspended_runs.schema.webhooks import (
+    CreateWebhookInput,
+    CreateWebhookResult,
+    DeleteWebhookResult,
+    RedeliverWebhookEventInput,
+    RedeliverWebhookEventResult,
+    RotateWebhookSecretResult,
+    WebhookInput,
 )
 from suspended_runs.storage import Action
 
@@ -117,6 +128,47 @@ class Mutation:
     )
     async def cancel_run(self, info: ContextInfo, input: CancelRunInput) -> CancelRunResult:
         return from_outcome(await resolvers.cancel_run(info.context, input.run_id, input.reason))
+
+    @strawberry.mutation(
+        description="Post the events named to a URL, signed with a secret shown once (admin).",
+        extensions=[Charged()],
+    )
+    async def create_webhook(
+        self, info: ContextInfo, input: CreateWebhookInput
+    ) -> CreateWebhookResult:
+        outcome = await resolvers.webhooks.create_webhook(
+            info.context,
+            input.url,
+            list(input.events),
+            (input.filter or SuspendedRunsFilter()).to_run_filter(),
+            input.format,
+            input.description,
+        )
+        return webhooks.shown(outcome)
+
+    @strawberry.mutation(description="Stop posting to a webhook (admin).", extensions=[Charged()])
+    async def delete_webhook(self, info: ContextInfo, input: WebhookInput) -> DeleteWebhookResult:
+        return webhooks.shown(await resolvers.webhooks.delete_webhook(info.context, input.id))
+
+    @strawberry.mutation(
+        description="A new signing secret; the old one signs beside it for "
+        "WEBHOOK_ROTATION_SECONDS (admin).",
+        extensions=[Charged()],
+    )
+    async def rotate_webhook_secret(
+        self, info: ContextInfo, input: WebhookInput
+    ) -> RotateWebhookSecretResult:
+        outcome = await resolvers.webhooks.rotate_webhook_secret(info.context, input.id)
+        return webhooks.shown(outcome)
+
+    @strawberry.mutation(
+        description="Post a delivery again, from the retry schedule's start (admin).",
+        extensions=[Charged()],
+    )
+    async def redeliver_webhook_event(
+        self, info: ContextInfo, input: RedeliverWebhookEventInput
+    ) -> RedeliverWebhookEventResult:
+        return webhooks.shown(await resolvers.webhooks.redeliver(info.context, input.delivery_id))
 
     @strawberry.mutation(
         description="Rebuild the run index from the snapshots (admin).", extensions=[Charged()]

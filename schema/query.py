@@ -15,6 +15,8 @@ from suspended_runs.schema.filters import RunsFilter, SuspendedRunsFilter
 from suspended_runs.schema.follower import SyncStatus
 from suspended_runs.schema.page import RunsPage, SuspendedRunsPage
 from suspended_runs.schema.viewer import Viewer
+from suspended_runs.schema.webhooks import Webhook, WebhookDeliveriesPage
+from suspended_runs.schema.webhooks import page as deliveries_page
 
 ContextInfo = Info[resolvers.Context, Any]
 
@@ -107,6 +109,25 @@ class Query:
     )
     def viewer(self, info: ContextInfo) -> Viewer:
         return Viewer.from_caller(resolvers.viewer(info.context))
+
+    @strawberry.field(description="Every webhook (admin; a scoped admin: those they made).")
+    async def webhooks(self, info: ContextInfo) -> list[Webhook]:
+        return [Webhook.from_stored(w) for w in await resolvers.webhooks.webhooks(info.context)]
+
+    @strawberry.field(
+        description="A webhook's deliveries, newest first: `first` (default "
+        f"{resolvers.webhooks.DEFAULT_DELIVERIES_PAGE}, at most "
+        f"{resolvers.webhooks.MAX_DELIVERIES_PAGE}) after the delivery `after` names (admin)."
+    )
+    async def webhook_deliveries(
+        self,
+        info: ContextInfo,
+        webhook_id: strawberry.ID,
+        first: int | None = None,
+        after: str | None = None,
+    ) -> WebhookDeliveriesPage:
+        found = await resolvers.webhooks.webhook_deliveries(info.context, webhook_id, first, after)
+        return deliveries_page(found)
 
     @strawberry.field(
         description="Whether the lists are caught up with the snapshots (a dashboard's "

@@ -22,6 +22,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from suspended_runs.resolvers import LivePages, expire_forever
+from suspended_runs.resolvers.announcements import Announcer
+from suspended_runs.resolvers.context import WebhookRules
 from suspended_runs.runtime import (
     AgentMap,
     Background,
@@ -34,6 +36,7 @@ from suspended_runs.runtime import (
     load_agents,
 )
 from suspended_runs.runtime.metrics import OperationLabels
+from suspended_runs.runtime.webhooks.deliverer import WebhookDeliverer
 from suspended_runs.schema import (
     Schema,
     build_schema,
@@ -225,14 +228,20 @@ async def _lifespan(
         storage.persisted_queries, only=settings.persisted_queries_only, manifest=manifest
     )
     app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
+    app.state.webhook_rules = WebhookRules(
+        settings.outbound_rules, timedelta(seconds=settings.webhook_rotation_seconds)
+    )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
     app.state.connections = Connections()
     tasks = _timed_tasks(app, settings)
+    deliverer = WebhookDeliverer(storage, settings.delivery_rules, instance)
+    tasks.append(asyncio.create_task(deliverer.run(), name="webhook-deliverer"))
     try:
         yield
     finally:
         for task in tasks:
             task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         await app.state.live.close()
         if app.state.owned_traces is not None:
             app.state.owned_traces.shutdown()  # the last spans exported
@@ -247,7 +256,8 @@ async def _lifespan(
 def _timed_tasks(app: Starlette, settings: Settings) -> list[asyncio.Task[None]]:
     """What runs on a clock beside the requests: expiry, and the reload of API keys."""
     storage, runtimes, policy = app.state.storage, app.state.runtimes, app.state.policy
-    tasks = []
+    announcer = Announcer(storage, policy, timedelta(seconds=settings.webhook_expiring_seconds))
+    tasks = [asyncio.create_task(announcer.forever(), name="announcements")]
     if policy.timeout is not None or policy.agent_timeouts:
         tasks.append(asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry"))
     if settings.api_keys_file is not None and settings.api_keys_reload_seconds > 0:

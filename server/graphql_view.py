@@ -102,6 +102,7 @@ class GraphQLApp(GraphQL[Any, None]):
             budget=RequestBudget(request.app.state.limits),
             actor=actor or "anonymous",
             live=request.app.state.live,
+            webhooks=request.app.state.webhook_rules,
         )
 
     async def on_ws_connect(self, context: Connection) -> None:

@@ -78,6 +78,7 @@ class Connection:
             policy=state.policy,
             budget=RequestBudget(state.limits),
             live=state.live,
+            webhooks=state.webhook_rules,
         )
 
     @property

@@ -1,0 +1,206 @@
+"""Webhooks, managed by admins: made, listed, rotated, deleted, and their deliveries.
+
+A webhook is told only of runs its creator may see: its filter is stored with the
+creator's scope. An admin whose scope is not every run sees and manages only the
+webhooks they made; any other caller is `Forbidden`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from suspended_runs.resolvers.access import Role, require
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.errors import BadUserInput
+from suspended_runs.resolvers.outcomes import Forbidden
+from suspended_runs.storage import RunFilter
+from suspended_runs.storage.events.deliveries import Delivery
+from suspended_runs.storage.events.outbox import EventType
+from suspended_runs.storage.events.webhooks import Webhook, WebhookFilter, WebhookFormat
+
+MAX_DELIVERIES_PAGE = 100
+DEFAULT_DELIVERIES_PAGE = 20
+_MAX_URL = 2048
+_MAX_DESCRIPTION = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookCreated:
+    webhook: Webhook
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidWebhook:
+    message: str
+    field: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDeleted:
+    id: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookNotFound:
+    id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSecretRotated:
+    webhook: Webhook
+    secret: str
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookRedelivered:
+    delivery: Delivery
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDeliveryNotFound:
+    delivery_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveriesPage:
+    deliveries: list[Delivery]
+    has_more: bool
+    next_cursor: str | None
+
+
+async def create_webhook(
+    context: Context,
+    url: str,
+    events: list[EventType],
+    run_filter: RunFilter,
+    format: WebhookFormat,
+    description: str | None,
+) -> WebhookCreated | InvalidWebhook | Forbidden:
+    if (refused := _admin(context, "making a webhook")) is not None:
+        return refused
+    problem = _url_problem(context, url)
+    if problem is not None:
+        return InvalidWebhook(problem, "url")
+    if not events:
+        return InvalidWebhook("name at least one event", "events")
+    if description is not None and len(description) > _MAX_DESCRIPTION:
+        return InvalidWebhook(
+            f"a description is at most {_MAX_DESCRIPTION} characters", "description"
+        )
+    scope = context.principal.scope
+    webhook = await context.storage.webhooks.create(
+        url=url,
+        events=sorted({event.value for event in events}),
+        run_filter=WebhookFilter(
+            agent_id=run_filter.agent_id,
+            thread_id=run_filter.thread_id,
+            resource_id=run_filter.resource_id,
+            from_date=run_filter.from_date,
+            to_date=run_filter.to_date,
+            agent_ids=scope.agent_ids,
+            resource_ids=scope.resource_ids,
+        ),
+        format=format,
+        description=description,
+        created_by=context.actor,
+        now=datetime.now(UTC),
+    )
+    context.storage.outbox.webhook_added()
+    return WebhookCreated(webhook, webhook.secret)
+
+
+async def webhooks(context: Context) -> list[Webhook]:
+    require(context.principal, Role.ADMIN)
+    return [w for w in await context.storage.webhooks.all() if _manages(context, w)]
+
+
+async def delete_webhook(
+    context: Context, webhook_id: str
+) -> WebhookDeleted | WebhookNotFound | Forbidden:
+    found = await _webhook(context, webhook_id, "deleting a webhook")
+    if not isinstance(found, Webhook):
+        return found
+    if not await context.storage.webhooks.delete(webhook_id):
+        return _not_found(webhook_id)
+    return WebhookDeleted(webhook_id)
+
+
+async def rotate_webhook_secret(
+    context: Context, webhook_id: str
+) -> WebhookSecretRotated | WebhookNotFound | Forbidden:
+    found = await _webhook(context, webhook_id, "rotating a webhook's secret")
+    if not isinstance(found, Webhook):
+        return found
+    until = datetime.now(UTC) + context.webhooks.rotation
+    rotated = await context.storage.webhooks.rotate(webhook_id, until)
+    if rotated is None:
+        return _not_found(webhook_id)
+    return WebhookSecretRotated(rotated, rotated.secret)
+
+
+async def webhook_deliveries(
+    context: Context, webhook_id: str, first: int | None, after: str | None
+) -> DeliveriesPage:
+    require(context.principal, Role.ADMIN)
+    size = DEFAULT_DELIVERIES_PAGE if first is None else first
+    if not 1 <= size <= MAX_DELIVERIES_PAGE:
+        raise BadUserInput(f"first must be between 1 and {MAX_DELIVERIES_PAGE}", argument="first")
+    context.budget.take_rows(size)
+    webhook = await context.storage.webhooks.get(webhook_id)
+    if webhook is None or not _manages(context, webhook):
+        return DeliveriesPage([], False, None)
+    found = await context.storage.deliveries.page(webhook_id, size + 1, after)
+    page = found[:size]
+    more = len(found) > size
+    return DeliveriesPage(page, more, page[-1].delivery_id if more and page else None)
+
+
+async def redeliver(
+    context: Context, delivery_id: str
+) -> WebhookRedelivered | WebhookDeliveryNotFound | Forbidden:
+    if (refused := _admin(context, "redelivering an event")) is not None:
+        return refused
+    deliveries = context.storage.deliveries
+    delivery = await deliveries.get(delivery_id)
+    webhook = await context.storage.webhooks.get(delivery.webhook_id) if delivery else None
+    if delivery is None or webhook is None or not _manages(context, webhook):
+        return WebhookDeliveryNotFound(delivery_id, f"no delivery {delivery_id}")
+    again = await deliveries.redeliver(delivery_id, datetime.now(UTC))
+    if again is None:
+        return WebhookDeliveryNotFound(delivery_id, f"no delivery {delivery_id}")
+    return WebhookRedelivered(again)
+
+
+def _admin(context: Context, doing: str) -> Forbidden | None:
+    if context.principal.may(Role.ADMIN):
+        return None
+    return Forbidden(Role.ADMIN.value, f"{doing} needs the {Role.ADMIN.value} role")
+
+
+def _manages(context: Context, webhook: Webhook) -> bool:
+    return context.principal.scope.unrestricted or webhook.created_by == context.actor
+
+
+async def _webhook(
+    context: Context, webhook_id: str, doing: str
+) -> Webhook | WebhookNotFound | Forbidden:
+    if (refused := _admin(context, doing)) is not None:
+        return refused
+    webhook = await context.storage.webhooks.get(webhook_id)
+    if webhook is None or not _manages(context, webhook):
+        return _not_found(webhook_id)
+    return webhook
+
+
+def _not_found(webhook_id: str) -> WebhookNotFound:
+    return WebhookNotFound(webhook_id, f"no webhook {webhook_id}")
+
+
+def _url_problem(context: Context, url: str) -> str | None:
+    if len(url) > _MAX_URL:
+        return f"a webhook URL is at most {_MAX_URL} characters"
+    return context.webhooks.outbound.shape_problem(url)

@@ -1,0 +1,1 @@
+"""Webhooks: events posted to the URLs people gave, signed, at least once."""

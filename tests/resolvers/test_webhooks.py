@@ -1,0 +1,156 @@
+"""Managing webhooks over GraphQL (resolvers/webhooks.py): admins only, a secret shown
+once, invalid URLs named, a scoped admin limited to what they made, deliveries paged and
+redelivered, a rotated secret signing beside the new one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from standardwebhooks.webhooks import Webhook as Verifier
+
+from suspended_runs.server import Settings
+from tests.builders import SECRET_SETTING, bearer, token
+from tests.helpers import eventually, make_gql, running_app, start_run
+from tests.webhook_receiver import Receiver
+
+CREATE = """mutation($input: CreateWebhookInput!) { createWebhook(input: $input) {
+  __typename
+  ... on WebhookCreated { secret webhook { id url events format disabled createdBy
+      filter { agentId } } }
+  ... on InvalidWebhook { message field }
+  ... on Forbidden { message }
+} }"""
+DELETE = """mutation($input: WebhookInput!) { deleteWebhook(input: $input) {
+  __typename ... on WebhookDeleted { id } ... on Problem { message } } }"""
+ROTATE = """mutation($input: WebhookInput!) { rotateWebhookSecret(input: $input) {
+  __typename ... on WebhookSecretRotated { secret webhook { id } } ... on Problem { message } } }"""
+DELIVERIES = """query($id: ID!, $first: Int, $after: String) {
+  webhookDeliveries(webhookId: $id, first: $first, after: $after) {
+    hasMore nextCursor deliveries { id event runId status attempts lastStatusCode deliveredAt }
+} }"""
+REDELIVER = """mutation($input: RedeliverWebhookEventInput!) {
+  redeliverWebhookEvent(input: $input) {
+  __typename ... on WebhookRedelivered { delivery { id status } } ... on Problem { message } } }"""
+
+ADMIN = bearer(token(role="admin", sub="ops", suspended_runs_scope="all"))
+SCOPED_ADMIN = bearer(
+    token(role="admin", sub="tenant-a-ops", suspended_runs_scope={"resourceIds": ["a"]})
+)
+APPROVER = bearer(token(role="approver", suspended_runs_scope="all"))
+
+
+def authenticated(settings: Settings) -> Settings:
+    return settings.model_copy(update={"jwt_secret": SECRET_SETTING})
+
+
+async def create(gql: Any, url: str, **extra: Any) -> dict[str, Any]:
+    body = await gql(CREATE, {"input": {"url": url, "events": ["RUN_SUSPENDED"], **extra}})
+    assert "errors" not in body, body
+    result: dict[str, Any] = body["data"]["createWebhook"]
+    return result
+
+
+async def test_only_admins_make_webhooks_and_a_bad_url_is_named(settings: Settings) -> None:
+    async with running_app(authenticated(settings)) as client:
+        approver = make_gql(client, APPROVER)
+        assert (await create(approver, "http://127.0.0.1:9/x"))["__typename"] == "Forbidden"
+        admin = make_gql(client, ADMIN)
+        for url in ("ftp://example.com/x", "http://user:pw@127.0.0.1/x", "not a url"):
+            refused = await create(admin, url)
+            assert refused == {**refused, "__typename": "InvalidWebhook", "field": "url"}
+        made = await create(admin, "http://127.0.0.1:9/hook", description="ops")
+        assert made["__typename"] == "WebhookCreated"
+        assert made["secret"].startswith("whsec_")
+        assert made["webhook"]["createdBy"] == "jwt:ops"
+        listed = await admin("{ webhooks { id url disabled } }")
+        assert listed["data"]["webhooks"] == [
+            {"id": made["webhook"]["id"], "url": "http://127.0.0.1:9/hook", "disabled": False}
+        ]
+        assert "secret" not in str(listed)
+        denied = await approver("{ webhooks { id } }")
+        assert denied["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+async def test_a_scoped_admin_sees_and_manages_only_their_own(settings: Settings) -> None:
+    async with running_app(authenticated(settings)) as client:
+        admin, scoped = make_gql(client, ADMIN), make_gql(client, SCOPED_ADMIN)
+        theirs = (await create(admin, "http://127.0.0.1:9/a"))["webhook"]["id"]
+        mine = (await create(scoped, "http://127.0.0.1:9/b"))["webhook"]["id"]
+        assert [w["id"] for w in (await scoped("{ webhooks { id } }"))["data"]["webhooks"]] == [
+            mine
+        ]
+        gone = await scoped(DELETE, {"input": {"id": theirs}})
+        assert gone["data"]["deleteWebhook"]["__typename"] == "WebhookNotFound"
+        deleted = await scoped(DELETE, {"input": {"id": mine}})
+        assert deleted["data"]["deleteWebhook"] == {"__typename": "WebhookDeleted", "id": mine}
+
+
+async def test_a_scoped_admins_webhook_is_told_only_of_runs_in_their_scope(
+    settings: Settings,
+) -> None:
+    with Receiver() as receiver:
+        async with running_app(authenticated(settings)) as client:
+            made = await create(make_gql(client, SCOPED_ADMIN), receiver.url)
+            admin = make_gql(client, ADMIN)
+            await start_run(admin, "file-cleaner", resourceId="b")
+            inside = await start_run(admin, "file-cleaner", resourceId="a")
+
+            async def told() -> bool:
+                return len(receiver.received) >= 1
+
+            # Events are turned into deliveries in their order: the first run's was passed
+            # by before the second's was delivered.
+            await eventually(told, within=10)
+            runs = [e["data"]["run"]["runId"] for e in receiver.events(made["secret"])]
+            assert runs == [inside["runId"]]
+
+
+async def test_deliveries_are_paged_redelivered_and_signed_by_both_secrets_in_a_rotation(
+    settings: Settings,
+) -> None:
+    with Receiver() as receiver:
+        async with running_app(authenticated(settings)) as client:
+            admin = make_gql(client, ADMIN)
+            made = await create(admin, receiver.url)
+            webhook_id, first_secret = made["webhook"]["id"], made["secret"]
+            for _ in range(3):
+                await start_run(admin, "file-cleaner")
+
+            async def all_delivered() -> bool:
+                page = (await admin(DELIVERIES, {"id": webhook_id, "first": 10}))["data"]
+                statuses = [d["status"] for d in page["webhookDeliveries"]["deliveries"]]
+                return statuses == ["DELIVERED"] * 3
+
+            await eventually(all_delivered, within=15)
+            first = (await admin(DELIVERIES, {"id": webhook_id, "first": 2}))["data"]
+            page = first["webhookDeliveries"]
+            assert page["hasMore"] and len(page["deliveries"]) == 2
+            rest = await admin(
+                DELIVERIES, {"id": webhook_id, "first": 2, "after": page["nextCursor"]}
+            )
+            last = rest["data"]["webhookDeliveries"]
+            assert not last["hasMore"] and len(last["deliveries"]) == 1
+            rotated = (await admin(ROTATE, {"input": {"id": webhook_id}}))["data"]
+            new_secret = rotated["rotateWebhookSecret"]["secret"]
+            assert new_secret != first_secret
+            again = await admin(REDELIVER, {"input": {"deliveryId": last["deliveries"][0]["id"]}})
+            assert again["data"]["redeliverWebhookEvent"]["__typename"] == "WebhookRedelivered"
+
+            async def redelivered() -> bool:
+                return len(receiver.received) == 4
+
+            await eventually(redelivered, within=10)
+            resent = receiver.received[-1]
+            for secret in (first_secret, new_secret):  # either verifies during the rotation
+                Verifier(secret).verify(resent.body, resent.headers)
+            assert resent.message_id in {r.message_id for r in receiver.received[:3]}
+            unknown = await admin(REDELIVER, {"input": {"deliveryId": "dlv_nothing"}})
+            assert (
+                unknown["data"]["redeliverWebhookEvent"]["__typename"] == "WebhookDeliveryNotFound"
+            )
+
+
+async def test_an_out_of_range_page_is_a_bad_argument(client: httpx.AsyncClient) -> None:
+    body = await make_gql(client)(DELIVERIES, {"id": "wh_x", "first": 1000})
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
