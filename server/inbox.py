@@ -1,6 +1,6 @@
-"""The approval inbox: a page at `/` and its files under `/static/`, plain HTML, CSS and
-JavaScript modules from `server/static/`, with nothing to build and nothing from another
-origin.
+"""The approval inbox: a page at `/` (and at `/runs/<runId>`, opened on that run) and its
+files under `/static/`, plain HTML, CSS and JavaScript modules from `server/static/`, with
+nothing to build and nothing from another origin.
 
 The page holds no data and needs no credentials: it asks the public GraphQL API at
 `/graphql`, with the API key or token its user enters, for everything it shows. It is
@@ -38,9 +38,11 @@ HEADERS = {
 
 
 def routes() -> list[BaseRoute]:
-    """`/` (the page) and `/static/...` (its files), for create_app's routes."""
+    """`/` (the page), `/runs/<runId>` (the page on one run, where webhooks link) and
+    `/static/...` (its files), for create_app's routes."""
     return [
         Route("/", page, methods=["GET", "HEAD"]),
+        Route("/runs/{run_id}", page, methods=["GET", "HEAD"]),
         Mount("/static", app=PageHeaders(StaticFiles(directory=STATIC)), name="static"),
     ]
 

@@ -8,9 +8,9 @@ import { ago, until } from "./answers.js";
 import { $, $$, h, setText } from "./dom.js";
 import { readFilters, variables, writeFilters } from "./filters.js";
 import { clearCards, renderList, showAgents } from "./list.js";
-import { VIEWER, runsQuery, waitingQuery } from "./queries.js";
+import { VIEWER, runQuery, runsQuery, waitingQuery } from "./queries.js";
 import { may, state } from "./state.js";
-import { VIEWS, viewFromHash } from "./views.js";
+import { VIEWS, runFromPath, viewFromHash } from "./views.js";
 
 const POLL_MS = 4000;
 const LIVE_POLL_MS = 30_000;
@@ -141,9 +141,8 @@ function refresh() {
 async function load() {
   if (!signedIn) return;
   const mine = ++sequence;
-  const query = state.view === "waiting" ? waitingQuery() : runsQuery();
   try {
-    const { data } = await api.query(query, variables());
+    const data = state.view === "run" ? await oneRun() : (await api.query(listQuery(), variables())).data;
     if (mine !== sequence) return;
     loadedAt = Date.now();
     problem("");
@@ -152,6 +151,17 @@ async function load() {
     if (mine === sequence) loadFailed(error);
   }
   tick();
+}
+
+function listQuery() {
+  return state.view === "waiting" ? waitingQuery() : runsQuery();
+}
+
+/** The run `/runs/<runId>` names, as a list of one. */
+async function oneRun() {
+  const { data } = await api.query(runQuery(), { id: runFromPath() });
+  const runs = data.run ? [data.run] : [];
+  return { agents: data.agents, list: { total: runs.length, hasMore: false, nextCursor: null, runs } };
 }
 
 function loadFailed(error) {
@@ -228,6 +238,7 @@ function summarize(runs) {
     waiting: `${total} ${total === 1 ? "run waits" : "runs wait"} for a decision`,
     operator: `${runs.length} ${runs.length === 1 ? "run needs" : "runs need"} an operator on this page`,
     recent: `${total} decided or finished ${total === 1 ? "run" : "runs"}`,
+    run: total ? `Run ${runs[0]?.runId ?? ""}` : "No run",
   };
   let text = words[state.view];
   const running = list.runs.length - runs.length;

@@ -17,11 +17,21 @@ export function runCard(run, act) {
     { class: `run status-${run.status.toLowerCase()}`, id, "aria-labelledby": `${id}-title`, "data-run": run.runId },
     header(run, id, act),
     h("ol", { class: "calls", "aria-label": "Tool calls" }, run.toolCalls.map((call) => callItem(run, call, act))),
-    state.view === "recent" ? outcome(run) : null,
-    state.view === "operator" ? operatorActions(run, id, act) : null,
+    state.view === "recent" || state.view === "run" ? outcome(run) : null,
+    state.view === "operator" || (state.view === "run" && needsOperator(run)) ? operatorActions(run, id, act) : null,
     note(run.runId),
   );
   return card;
+}
+
+/** Whether a run's pending calls may be decided here: the waiting view's, and a run shown
+ * on its own page while it waits. */
+function deciding(run) {
+  return state.view === "waiting" || (state.view === "run" && run.status === "SUSPENDED");
+}
+
+function needsOperator(run) {
+  return run.status === "STALLED" || run.outcomeUnknown;
 }
 
 function header(run, id, act) {
@@ -109,7 +119,7 @@ function callItem(run, call, act) {
     h("div", { class: "payload" }, renderJson(approval ? call.args : call.suspendPayload)),
     call.decision ? decided(call.decision) : null,
     !call.decision && call.expiresAt ? expires(call.expiresAt) : null,
-    !call.decision && state.view === "waiting" && may("APPROVER") ? controls(run, call, id, act) : null,
+    !call.decision && deciding(run) && may("APPROVER") ? controls(run, call, id, act) : null,
     note(`${run.runId}/${call.toolCallId}`),
   );
 }

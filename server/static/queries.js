@@ -32,6 +32,14 @@ export function liveQuery() {
 }`;
 }
 
+/** One run, for the page at /runs/<runId> (where webhooks link). */
+export function runQuery() {
+  return `query Run($id: ID!) {
+  agents { id runtime suspendedRuns }
+  run: agentRun(runId: $id) { ${runFields()} }
+}`;
+}
+
 export const RUN_DECISIONS = `query RunDecisions($id: ID!) {
   agentRun(runId: $id) { status toolCalls { toolCallId toolName decision { action decidedBy decidedAt } } }
 }`;
@@ -87,6 +95,7 @@ export function everyOperation() {
     VIEWER,
     waitingQuery(),
     runsQuery(),
+    runQuery(),
     liveQuery(),
     RUN_DECISIONS,
     ...Object.keys(MUTATIONS).map(decisionMutation),

@@ -18,10 +18,22 @@ export const VIEWS = {
     empty: "No finished run.",
     statuses: ["COMPLETED", "FAILED", "CANCELLED", "ENDED"],
   },
+  run: {
+    title: "One run",
+    note: "The run a link (a webhook's) names, in whatever state it is.",
+    empty: "No such run, or not one these credentials may see.",
+  },
 };
 
-/** The view the address names (`#operator`), else the first. */
+/** The run the address names (`/runs/<runId>`), else null. */
+export function runFromPath() {
+  const match = location.pathname.match(/^\/runs\/([^/]+)$/);
+  return match ? decodeURIComponent(match[1]) : null;
+}
+
+/** The view the address names (`/runs/<runId>`, `#operator`), else the first. */
 export function viewFromHash() {
   const name = location.hash.slice(1);
-  return name in VIEWS ? name : "waiting";
+  if (runFromPath() && !name) return "run";
+  return name in VIEWS && name !== "run" ? name : "waiting";
 }

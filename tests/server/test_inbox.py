@@ -96,6 +96,7 @@ class Inbox:
         auto_refresh: bool = True,
         clock: bool = False,
         live: bool = True,
+        path: str = "/",
     ) -> Page:
         """A page signed in with `key`; `live` False: its WebSocket never opens (a proxy
         that does not pass them), so it polls."""
@@ -111,7 +112,7 @@ class Inbox:
         page.on("websocket", lambda ws: ws.on("framereceived", self._record_frame))
         page.on("pageerror", lambda error: self.errors.append(str(error)))
         self.pages.append(page)
-        page.goto(f"{self.url}/")
+        page.goto(f"{self.url}{path}")
         if key is not None:
             sign_in(page, f"key-{key}")
             expect(page.locator("#who-text")).to_contain_text(f"key:{key}")
@@ -332,6 +333,22 @@ def test_approving_completes_a_python_run_which_leaves_for_the_recent_view(inbox
     expect(done.locator(".outcome")).to_contain_text("delete_file: deleted /tmp/report.txt")
     expect(done.locator(".decided")).to_contain_text("Approved by key:alice")
     expect(done.locator(".age")).to_contain_text("decided by key:alice")
+
+
+def test_a_runs_own_address_opens_the_inbox_on_it_as_webhooks_link(inbox: Inbox) -> None:
+    run = inbox.start("file-cleaner", "please delete /tmp/linked.txt")
+    inbox.start("file-cleaner", "please delete /tmp/other.txt")
+    page = inbox.open("alice", path=f"/runs/{run['runId']}")
+    expect(page.locator("#runs-heading")).to_have_text("One run")
+    expect(page.locator("article[data-run]")).to_have_count(1)
+    card(page, run["runId"]).get_by_role("button", name="Approve", exact=True).click()
+    expect(card(page, run["runId"]).locator(".badge.state")).to_have_text("COMPLETED")
+    missing = inbox.open("alice", path="/runs/no-such-run")
+    expect(missing.locator("#empty")).to_have_text(
+        "No such run, or not one these credentials may see."
+    )
+    missing.get_by_role("link", name="Waiting for a decision").click()
+    expect(missing.locator("article[data-run]")).to_have_count(1)  # the other run
 
 
 def _edited_approval(inbox: Inbox, page: Page, run_id: str) -> None:
