@@ -21,6 +21,9 @@ Then the write path (`--starts`; 0 skips it): startRun until suspended, approveT
 and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`) the same
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
+
+`--churn`, `--hostile`, `--live` and `--webhooks` print only the follower's figures,
+hostile requests', subscriptions' and traces', and webhooks' (scripts/webhooks.py).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import churn, hostile, live
+from scripts import churn, hostile, live, webhooks
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -495,6 +498,8 @@ def main() -> int:
         return hostile_main(args)
     if args.live:
         return live_main(args)
+    if args.webhooks:
+        return webhooks_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -549,6 +554,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--live-subscribers", type=int, default=100, help="subscribers of one page")
     parser.add_argument("--live-writes", type=int, default=50, help="runs written, one at a time")
     parser.add_argument("--live-repeats", type=int, default=200, help="pages asked per server")
+    parser.add_argument("--webhooks", action="store_true", help="only webhooks' figures")
+    parser.add_argument("--webhook-burst", type=int, default=1000, help="suspensions at once")
+    parser.add_argument("--webhook-singles", type=int, default=100, help="suspensions, one a time")
     parser.add_argument("--hostile", action="store_true", help="only hostile requests' figures")
     parser.add_argument("--hostile-agents", type=int, default=300, help="agents, a run each")
     parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
@@ -639,6 +647,28 @@ def live_main(args: argparse.Namespace) -> int:
     print("| figure | median / p99 (pages: p95) |\n| --- | --- |")
     for name, value in rows:
         print(f"| {name} | {value} |")
+    return 0
+
+
+def webhooks_main(args: argparse.Namespace) -> int:
+    """`--webhooks`: suspensions delivered per second in a burst; write-to-delivery delay."""
+    db = "bench_webhooks"
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        load(mongo.uri, db, 1000)
+        served = serve(mongo.uri, db, log)
+        try:
+            _say(f"{args.webhook_burst} suspensions at once, {args.webhook_singles} one a time")
+            found = webhooks.delivery_figures(
+                served.url, mongo.uri, db, args.webhook_burst, args.webhook_singles
+            )
+        finally:
+            served.stop()
+    print("\n## Webhooks (1,000 runs before; embedded MongoDB; one receiver on loopback)\n")
+    print("| figure | value |\n| --- | --- |")
+    print(f"| a burst of {args.webhook_burst:,} suspensions: delivered/s | {found['rate']:,.0f} |")
+    delays = webhooks.summary(found["delays"])
+    print(f"| write -> delivered, one at a time (median / p99) | {delays} |")
     return 0
 
 
