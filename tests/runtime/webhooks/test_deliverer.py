@@ -6,6 +6,7 @@ server with an event pending; two instances delivering each event once."""
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 import time
 import uuid
@@ -14,6 +15,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from suspended_runs.server import Settings
 from suspended_runs.storage import RUNS_COLLECTION
@@ -49,6 +52,16 @@ async def hook(gql: Any, url: str, events: list[str] = ALL_EVENTS, **extra: Any)
     body = await gql(CREATE, {"input": {"url": url, "events": events, **extra}})
     secret: str = body["data"]["createWebhook"]["secret"]
     return secret
+
+
+async def counted_attempts(client: httpx.AsyncClient) -> dict[str, float]:
+    """The deliverer's attempts by outcome, as /metrics counts them (in this process)."""
+    text = (await client.get("/metrics")).text
+    found = re.findall(
+        r'^suspended_runs_webhook_attempts_total\{outcome="(\w+)"\} (\S+)$', text, re.M
+    )
+    counted = {outcome: float(value) for outcome, value in found}
+    return {outcome: counted.get(outcome, 0.0) for outcome in ("delivered", "retried")}
 
 
 async def received(receiver: Receiver, count: int, within: float = 20) -> None:
@@ -162,10 +175,17 @@ async def test_a_receiver_failing_twice_gets_the_event_on_the_third_attempt(
     with Receiver(twice_503) as receiver:
         async with running_app(settings.model_copy(update=FAST)) as client:
             gql = make_gql(client)
+            before = await counted_attempts(client)
             secret = await hook(gql, receiver.url, ["RUN_SUSPENDED"])
             await start_run(gql, "file-cleaner")
             await received(receiver, 3)
             await asyncio.sleep(1.5)  # no fourth: the third was answered 200
+            after = await counted_attempts(client)
+            metrics = (await client.get("/metrics")).text
+    assert after["retried"] - before["retried"] == 2
+    assert after["delivered"] - before["delivered"] == 1
+    assert 'suspended_runs_webhook_deliveries{status="DELIVERED"} 1.0' in metrics
+    assert "suspended_runs_webhook_outbox_depth 0.0" in metrics
     attempts = receiver.received
     assert len(attempts) == 3
     assert len({a.message_id for a in attempts}) == 1
