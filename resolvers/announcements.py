@@ -1,7 +1,8 @@
 """Events no step writes as it happens: runs that stalled, and approvals about to expire.
 
-A sweep every second finds them (while any webhook exists); each instance sweeps, and
-an event's key makes the outbox hold it once whichever instance writes it first.
+A sweep every second finds them, on the instance that delivers webhooks (so only while
+one exists); an event's key makes the outbox hold it once, should two instances both
+believe they lead for a moment.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from suspended_runs.resolvers.policy import DecisionPolicy
@@ -22,8 +24,16 @@ _KEYS_KEPT = 10_000
 
 
 class Announcer:
-    def __init__(self, storage: Storage, policy: DecisionPolicy, expiring: timedelta) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        policy: DecisionPolicy,
+        expiring: timedelta,
+        leading: Callable[[], bool] = lambda: True,
+    ) -> None:
         self.storage = storage
+        self.leading = leading
+        """Whether this instance sweeps now."""
         self.policy = policy
         self.expiring = expiring
         self._written: OrderedDict[str, None] = OrderedDict()
@@ -39,7 +49,7 @@ class Announcer:
 
     async def announce_due(self, now: datetime) -> int:
         """Write the events due now; how many were new here."""
-        if not await self.storage.outbox.active():
+        if not self.leading() or not await self.storage.outbox.active():
             return 0
         due = [
             events.stalled(entry, now)

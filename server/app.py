@@ -233,8 +233,8 @@ async def _lifespan(
     )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
     app.state.connections = Connections()
-    tasks = _timed_tasks(app, settings)
     deliverer = WebhookDeliverer(storage, settings.delivery_rules, instance)
+    tasks = _timed_tasks(app, settings, deliverer)
     tasks.append(asyncio.create_task(deliverer.run(), name="webhook-deliverer"))
     try:
         yield
@@ -253,10 +253,14 @@ async def _lifespan(
         await storage.close()
 
 
-def _timed_tasks(app: Starlette, settings: Settings) -> list[asyncio.Task[None]]:
+def _timed_tasks(
+    app: Starlette, settings: Settings, deliverer: WebhookDeliverer
+) -> list[asyncio.Task[None]]:
     """What runs on a clock beside the requests: expiry, and the reload of API keys."""
     storage, runtimes, policy = app.state.storage, app.state.runtimes, app.state.policy
-    announcer = Announcer(storage, policy, timedelta(seconds=settings.webhook_expiring_seconds))
+    expiring = timedelta(seconds=settings.webhook_expiring_seconds)
+    # Swept by the instance that delivers: the one that holds that lease.
+    announcer = Announcer(storage, policy, expiring, lambda: deliverer.holding)
     tasks = [asyncio.create_task(announcer.forever(), name="announcements")]
     if policy.timeout is not None or policy.agent_timeouts:
         tasks.append(asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry"))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -152,7 +153,11 @@ class WebhookDeliverer:
         until = now + timedelta(seconds=self.rules.timeout_seconds * 2 + 5)
         if not await deliveries.begin_attempt(delivery, now, until):
             return
-        result = await Attempt(self._client, self.rules, webhook, delivery).make(now)
+        whole = await deliveries.get(delivery.delivery_id)
+        if whole is None:
+            return  # expired meanwhile
+        read = dataclasses.replace(delivery, run=whole.run)  # the attempts before this one
+        result = await Attempt(self._client, self.rules, webhook, read).make(now)
         WEBHOOK_ATTEMPTS.labels(outcome=result.outcome).inc()
         if result.gone:
             await self.storage.webhooks.disable(

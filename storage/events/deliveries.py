@@ -118,9 +118,13 @@ class DeliveryStore:
                 raise
 
     async def pending(self, limit: int) -> list[Delivery]:
-        """The oldest PENDING deliveries, in the order of their events."""
+        """The oldest PENDING deliveries, in the order of their events, without their runs
+        (asked often, of many that wait for a retry): `get` reads one whole."""
         cursor = self.collection.find(
-            {"status": DeliveryStatus.PENDING.value}, sort=[("_id", 1)], limit=limit
+            {"status": DeliveryStatus.PENDING.value},
+            {"run": 0},
+            sort=[("_id", 1)],
+            limit=limit,
         )
         return [Delivery.from_document(doc) async for doc in cursor]
 
