@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from datetime import UTC, datetime, timedelta
@@ -22,7 +21,7 @@ from pymongo.errors import PyMongoError
 from suspended_runs.runtime.metrics import WEBHOOK_ATTEMPTS
 from suspended_runs.runtime.webhooks.attempt import Attempt, AttemptRules, Result
 from suspended_runs.storage import Storage
-from suspended_runs.storage.events.deliveries import Delivery, DeliveryStatus
+from suspended_runs.storage.events.deliveries import Delivery
 from suspended_runs.storage.events.webhooks import Webhook
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.lease import Lease
@@ -32,7 +31,7 @@ log = logging.getLogger(__name__)
 
 DELIVERER_LEASE = "webhook-deliverer"
 _BATCH = 500
-_PENDING_LOOKED_AT = 2000
+_PENDING_LOOKED_AT = 500
 
 
 def _now() -> datetime:
@@ -58,7 +57,9 @@ class WebhookDeliverer:
         self.holding = False
         self._renewed = 0.0
         self._in_flight: dict[str, asyncio.Task[None]] = {}
+        """Attempts under way or waiting for a slot, by delivery."""
         self._slots: dict[str, asyncio.Semaphore] = {}
+        self._live_ids: frozenset[str] | None = None
         self._client = httpx.AsyncClient(
             follow_redirects=False, trust_env=False, timeout=rules.timeout_seconds
         )
@@ -78,9 +79,10 @@ class WebhookDeliverer:
             await self.close()
 
     async def close(self) -> None:
-        for task in list(self._in_flight.values()):
+        tasks = list(self._in_flight.values())
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._in_flight.values(), return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         if self.holding:
             with contextlib.suppress(PyMongoError):
                 await self.lease.release()
@@ -106,29 +108,33 @@ class WebhookDeliverer:
     async def _fan_out(self, webhooks: dict[str, Webhook]) -> None:
         outbox, now = self.storage.outbox, _now()
         while events := await outbox.not_fanned_out(_BATCH):
-            for event in events:
-                targets = [w.webhook_id for w in webhooks.values() if _wants(w, event)]
-                await self.storage.deliveries.add(event, targets, now)
+            targets = [
+                (event, [w.webhook_id for w in webhooks.values() if _wants(w, event)])
+                for event in events
+            ]
+            await self.storage.deliveries.add(targets, now)
             await outbox.fanned_out([event["_id"] for event in events])
             if len(events) < _BATCH:
                 return
 
     async def _start_due(self, webhooks: dict[str, Webhook]) -> None:
-        now, heads = _now(), set()
-        for delivery in await self.storage.deliveries.pending(_PENDING_LOOKED_AT):
-            line = (delivery.webhook_id, delivery.run_id)
-            if line in heads:
-                continue  # a run's later event waits for its earlier one
-            heads.add(line)
-            if delivery.delivery_id in self._in_flight:
-                continue
-            due = delivery.next_attempt_at is None or delivery.next_attempt_at <= now
-            webhook = webhooks.get(delivery.webhook_id)
-            if webhook is None or webhook.disabled:
-                reason = "the webhook was deleted" if webhook is None else "the webhook is disabled"
-                await self._give_up(delivery, reason)
-            elif due:
-                self._start(delivery, webhook)
+        """Start what is due, webhook by webhook (each attempt then waits for one of its
+        webhook's `concurrency` slots); give up what waits for a webhook gone or disabled."""
+        live = [w for w in webhooks.values() if not w.disabled]
+        live_ids = frozenset(w.webhook_id for w in live)
+        if live_ids != self._live_ids:  # one went (or this is the first look)
+            await self.storage.deliveries.give_up_all_but(sorted(live_ids), _now())
+            self._live_ids = live_ids
+        for webhook in live:
+            now, heads = _now(), set()
+            pending = await self.storage.deliveries.pending(webhook.webhook_id, _PENDING_LOOKED_AT)
+            for delivery in pending:
+                if delivery.run_id in heads:
+                    continue  # a run's later event waits for its earlier one
+                heads.add(delivery.run_id)
+                due = delivery.next_attempt_at is None or delivery.next_attempt_at <= now
+                if due and delivery.delivery_id not in self._in_flight:
+                    self._start(delivery, webhook)
 
     def _start(self, delivery: Delivery, webhook: Webhook) -> None:
         delivery_id = delivery.delivery_id
@@ -141,8 +147,10 @@ class WebhookDeliverer:
         task.add_done_callback(done)
 
     async def _attempt(self, delivery: Delivery, webhook: Webhook) -> None:
-        slot = self._slots.setdefault(webhook.webhook_id, asyncio.Semaphore(self.rules.concurrency))
-        async with slot:
+        slots = self._slots.setdefault(
+            webhook.webhook_id, asyncio.Semaphore(self.rules.concurrency)
+        )
+        async with slots:
             try:
                 await self._attempt_once(delivery, webhook)
             except PyMongoError as exc:  # made again once its attempt's hold runs out
@@ -151,13 +159,10 @@ class WebhookDeliverer:
     async def _attempt_once(self, delivery: Delivery, webhook: Webhook) -> None:
         deliveries, now = self.storage.deliveries, _now()
         until = now + timedelta(seconds=self.rules.timeout_seconds * 2 + 5)
-        if not await deliveries.begin_attempt(delivery, now, until):
-            return
-        whole = await deliveries.get(delivery.delivery_id)
+        whole = await deliveries.begin_attempt(delivery, now, until)
         if whole is None:
-            return  # expired meanwhile
-        read = dataclasses.replace(delivery, run=whole.run)  # the attempts before this one
-        result = await Attempt(self._client, self.rules, webhook, read).make(now)
+            return
+        result = await Attempt(self._client, self.rules, webhook, whole).make(now)
         WEBHOOK_ATTEMPTS.labels(outcome=result.outcome).inc()
         if result.gone:
             await self.storage.webhooks.disable(
@@ -180,16 +185,6 @@ class WebhookDeliverer:
                 "outcome": result.outcome,
                 "statusCode": result.status_code,
             },
-        )
-
-    async def _give_up(self, delivery: Delivery, reason: str) -> None:
-        await self.storage.deliveries.finish_attempt(
-            delivery.delivery_id,
-            DeliveryStatus.FAILED,
-            status_code=None,
-            error=reason,
-            next_attempt_at=None,
-            now=_now(),
         )
 
 

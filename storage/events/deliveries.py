@@ -19,7 +19,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
 from suspended_runs.storage.events.outbox import DUPLICATE_KEY
-from suspended_runs.storage.types import DURABLE, Document
+from suspended_runs.storage.types import Document
 
 
 class DeliveryStatus(StrEnum):
@@ -80,16 +80,22 @@ def delivery_id(event: Document, webhook_id: str) -> str:
 
 class DeliveryStore:
     def __init__(self, collection: AsyncCollection[Document], retention: timedelta) -> None:
-        self.collection = collection.with_options(write_concern=DURABLE)
+        # MongoDB's default acknowledgement: a write lost with the database is an attempt
+        # made again, which at least once allows.
+        self.collection = collection
         self.retention = retention
 
     async def ensure_indexes(self) -> None:
+        await self.collection.create_index(
+            [("webhookId", ASCENDING), ("status", ASCENDING), ("_id", ASCENDING)]
+        )
         await self.collection.create_index([("status", ASCENDING), ("_id", ASCENDING)])
         await self.collection.create_index([("webhookId", ASCENDING), ("_id", DESCENDING)])
         await self.collection.create_index("expiresAt", expireAfterSeconds=0)
 
-    async def add(self, event: Document, webhook_ids: list[str], now: datetime) -> None:
-        """The deliveries of `event` to `webhook_ids` (those already there are kept)."""
+    async def add(self, targets: list[tuple[Document, list[str]]], now: datetime) -> None:
+        """The deliveries of each event to its webhooks, in one write (those already there,
+        written before a crash, are kept)."""
         docs = [
             {
                 "_id": delivery_id(event, webhook_id),
@@ -106,6 +112,7 @@ class DeliveryStore:
                 "nextAttemptAt": now,
                 "expiresAt": now + self.retention,
             }
+            for event, webhook_ids in targets
             for webhook_id in webhook_ids
         ]
         if not docs:
@@ -117,20 +124,38 @@ class DeliveryStore:
             if any(error.get("code") != DUPLICATE_KEY for error in errors):
                 raise
 
-    async def pending(self, limit: int) -> list[Delivery]:
-        """The oldest PENDING deliveries, in the order of their events, without their runs
-        (asked often, of many that wait for a retry): `get` reads one whole."""
+    async def pending(self, webhook_id: str, limit: int) -> list[Delivery]:
+        """A webhook's oldest PENDING deliveries, in the order of their events, without
+        their runs (asked often): `begin_attempt` reads one whole."""
         cursor = self.collection.find(
-            {"status": DeliveryStatus.PENDING.value},
+            {"webhookId": webhook_id, "status": DeliveryStatus.PENDING.value},
             {"run": 0},
             sort=[("_id", 1)],
             limit=limit,
         )
         return [Delivery.from_document(doc) async for doc in cursor]
 
-    async def begin_attempt(self, delivery: Delivery, now: datetime, until: datetime) -> bool:
-        """Record an attempt before it is made; False when another has it under way."""
-        result = await self.collection.update_one(
+    async def give_up_all_but(self, webhook_ids: list[str], now: datetime) -> int:
+        """FAILED: the PENDING deliveries of webhooks deleted or disabled since."""
+        result = await self.collection.update_many(
+            {"status": DeliveryStatus.PENDING.value, "webhookId": {"$nin": webhook_ids}},
+            {
+                "$set": {
+                    "status": DeliveryStatus.FAILED.value,
+                    "lastError": "the webhook was deleted or disabled",
+                    "nextAttemptAt": None,
+                    "attemptingUntil": None,
+                }
+            },
+        )
+        return result.modified_count
+
+    async def begin_attempt(
+        self, delivery: Delivery, now: datetime, until: datetime
+    ) -> Delivery | None:
+        """Record an attempt before it is made; the delivery whole, as it was before this
+        attempt (None: another has it under way, or it changed meanwhile)."""
+        doc = await self.collection.find_one_and_update(
             {
                 "_id": delivery.delivery_id,
                 "status": DeliveryStatus.PENDING.value,
@@ -139,8 +164,9 @@ class DeliveryStore:
                 "attemptingUntil": {"$not": {"$gt": now}},
             },
             {"$inc": {"attempts": 1}, "$set": {"attemptingUntil": until, "lastAttemptAt": now}},
+            return_document=ReturnDocument.BEFORE,
         )
-        return result.modified_count == 1
+        return Delivery.from_document(doc) if doc else None
 
     async def finish_attempt(
         self,

@@ -21,7 +21,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
 from suspended_runs.storage.index.entry import RunEntry
-from suspended_runs.storage.types import DURABLE, Document
+from suspended_runs.storage.types import Document
 
 _ACTIVE_FOR = 1.0
 """Seconds an answer to "does any webhook exist?" is used before it is asked again: a
@@ -111,7 +111,8 @@ class EventOutbox:
         webhooks: AsyncCollection[Document],
         retention: timedelta,
     ) -> None:
-        self.events = events.with_options(write_concern=DURABLE)
+        # The acknowledgement the follower's token is saved with, written before it.
+        self.events = events
         self._webhooks = webhooks
         self.retention = retention
         self._active: tuple[float, bool] | None = None
