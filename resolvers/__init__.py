@@ -1,6 +1,5 @@
 """Query and mutation resolvers: GraphQL arguments -> storage and runtime calls."""
 
-from suspended_runs.resolvers import webhooks
 from suspended_runs.resolvers.access import (
     OPEN_ACCESS,
     ForbiddenQuery,
@@ -130,5 +129,4 @@ __all__ = [
     "start_run",
     "suspended_runs",
     "viewer",
-    "webhooks",
 ]

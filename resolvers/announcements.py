@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.storage import RunEntry, RunStatus, Storage
 from suspended_runs.storage.events import outbox as events
+from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class Announcer:
             try:
                 await self.announce_due(datetime.now(UTC))
             except Exception as exc:  # the database may be down: try again next beat
+                if cancelled_meanwhile():
+                    raise asyncio.CancelledError from exc
                 log.warning("announcing failed", extra={"errorType": type(exc).__name__})
 
     async def announce_due(self, now: datetime) -> int:

@@ -19,6 +19,7 @@ from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
 from suspended_runs.storage import Action, RunEntry, Storage
 from suspended_runs.storage.events import outbox as events
+from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ async def expire_forever(
         try:
             await expire_due(context)
         except Exception as exc:  # the database may be down: try again next beat
+            if cancelled_meanwhile():
+                raise asyncio.CancelledError from exc
             log.warning("expiring approvals failed", extra={"errorType": type(exc).__name__})
 
 

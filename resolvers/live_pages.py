@@ -25,6 +25,7 @@ from suspended_runs.resolvers.errors import SubscriptionLimit
 from suspended_runs.runtime.metrics import SUBSCRIPTION_EVALUATIONS as EVALUATIONS
 from suspended_runs.runtime.metrics import SUBSCRIPTIONS as SUBSCRIBERS
 from suspended_runs.storage import Storage
+from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,9 @@ class LivePages:
                 )
                 for failed in (r for r in results if isinstance(r, Exception)):
                     log.warning("a subscribed page could not be read; retrying", exc_info=failed)
-            except Exception:
+            except Exception as exc:
+                if cancelled_meanwhile():
+                    raise asyncio.CancelledError from exc
                 log.warning("the run index's version could not be read; retrying", exc_info=True)
             await asyncio.sleep(WATCH_INTERVAL)
 

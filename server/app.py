@@ -66,6 +66,9 @@ class DiskWatch(Protocol):
 
 _MAX_ACTOR = 200
 _DRAIN_SECONDS = 30.0
+_LET_GO_SECONDS = 2.0
+"""How long a stop waits for the timed tasks to end once cancelled (the deliverer lets go
+of its lease); a task caught in a call to a database that is gone may not end on cancel."""
 
 
 def create_app(
@@ -227,21 +230,16 @@ async def _lifespan(
     app.state.persisted_queries = PersistedQueries(
         storage.persisted_queries, only=settings.persisted_queries_only, manifest=manifest
     )
-    app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
-    app.state.webhook_rules = WebhookRules(
-        settings.outbound_rules, timedelta(seconds=settings.webhook_rotation_seconds)
+    _request_state(app, settings, storage)
+    tasks = _timed_tasks(
+        app, settings, WebhookDeliverer(storage, settings.delivery_rules, instance)
     )
-    app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
-    app.state.connections = Connections()
-    deliverer = WebhookDeliverer(storage, settings.delivery_rules, instance)
-    tasks = _timed_tasks(app, settings, deliverer)
-    tasks.append(asyncio.create_task(deliverer.run(), name="webhook-deliverer"))
     try:
         yield
     finally:
         for task in tasks:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.wait(tasks, timeout=_LET_GO_SECONDS)
         await app.state.live.close()
         if app.state.owned_traces is not None:
             app.state.owned_traces.shutdown()  # the last spans exported
@@ -253,15 +251,29 @@ async def _lifespan(
         await storage.close()
 
 
+def _request_state(app: Starlette, settings: Settings, storage: Storage) -> None:
+    """What requests read of the app besides storage and runtimes."""
+    app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
+    app.state.webhook_rules = WebhookRules(
+        settings.outbound_rules, timedelta(seconds=settings.webhook_rotation_seconds)
+    )
+    app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
+    app.state.connections = Connections()
+
+
 def _timed_tasks(
     app: Starlette, settings: Settings, deliverer: WebhookDeliverer
 ) -> list[asyncio.Task[None]]:
-    """What runs on a clock beside the requests: expiry, and the reload of API keys."""
+    """What runs beside the requests: webhooks' deliveries and sweeps, expiry, and the
+    reload of API keys."""
     storage, runtimes, policy = app.state.storage, app.state.runtimes, app.state.policy
     expiring = timedelta(seconds=settings.webhook_expiring_seconds)
     # Swept by the instance that delivers: the one that holds that lease.
     announcer = Announcer(storage, policy, expiring, lambda: deliverer.holding)
-    tasks = [asyncio.create_task(announcer.forever(), name="announcements")]
+    tasks = [
+        asyncio.create_task(deliverer.run(), name="webhook-deliverer"),
+        asyncio.create_task(announcer.forever(), name="announcements"),
+    ]
     if policy.timeout is not None or policy.agent_timeouts:
         tasks.append(asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry"))
     if settings.api_keys_file is not None and settings.api_keys_reload_seconds > 0:

@@ -70,25 +70,19 @@ class Storage:
         db = client[db_name]
         runs = RunIndex(db[RUNS_COLLECTION], retention, db[FOLLOWER_STATE_COLLECTION])
         follower = SnapshotFollower(
-            db[SNAPSHOTS_COLLECTION],
-            runs,
-            db[FOLLOWER_STATE_COLLECTION],
-            mode=follow_mode,
-            poll_interval=poll_interval,
-            poll_overlap=poll_overlap,
-            holder=instance,
+            db[SNAPSHOTS_COLLECTION], runs, db[FOLLOWER_STATE_COLLECTION], mode=follow_mode,
+            poll_interval=poll_interval, poll_overlap=poll_overlap, holder=instance,
             lease=follower_lease,
-        )
+        )  # fmt: skip
         outbox = EventOutbox(db[EVENTS_COLLECTION], db[WEBHOOKS_COLLECTION], retention)
         runs.claims.outbox = follower.changes.outbox = outbox
+        snapshots = db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
         return cls(
             client=client,
             db=db,
             runs=runs,
             follower=follower,
-            python_snapshots=PythonSnapshots(
-                db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
-            ),
+            python_snapshots=PythonSnapshots(snapshots),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
             persisted_queries=PersistedQueryStore(
                 db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max

@@ -23,6 +23,7 @@ from suspended_runs.runtime.webhooks.attempt import Attempt, AttemptRules, Resul
 from suspended_runs.storage import Storage
 from suspended_runs.storage.events.deliveries import Delivery
 from suspended_runs.storage.events.webhooks import Webhook
+from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.lease import Lease
 from suspended_runs.storage.types import FOLLOWER_STATE_COLLECTION, Document
@@ -73,6 +74,8 @@ class WebhookDeliverer:
                     if await self.storage.outbox.active() and await self._hold():
                         await self.step()
                 except PyMongoError as exc:  # the database may be down: try again
+                    if cancelled_meanwhile():
+                        raise asyncio.CancelledError from exc
                     log.warning("webhook delivery paused", extra={"reason": str(exc)})
                 await asyncio.sleep(self.every)
         finally:

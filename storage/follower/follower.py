@@ -27,7 +27,7 @@ from suspended_runs.storage.follower.polling import SnapshotPoller
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.reconcile import Progress, Reconciler, ReconcileReport
 from suspended_runs.storage.follower.settling import Settlement
-from suspended_runs.storage.follower.stopping import stopped
+from suspended_runs.storage.follower.stopping import cancelled_meanwhile, stopped
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.lease import Lease, instance_name
@@ -160,6 +160,8 @@ class SnapshotFollower:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
+                    if cancelled_meanwhile():
+                        raise asyncio.CancelledError from exc
                     self.healthy = False
                     log.warning(
                         "the follower lease could not be checked",
@@ -245,6 +247,8 @@ class SnapshotFollower:
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
+                    if cancelled_meanwhile():
+                        raise asyncio.CancelledError from exc
                     self.healthy = False
                     log.warning(
                         "the snapshot follower failed; retrying",

@@ -47,6 +47,26 @@ OTHERS: dict[str, tuple[str, Any]] = {
         None,
     ),
     "reconcileRuns": (f"mutation {{ reconcileRuns {{ {RESULT} }} }}", None),
+    # A scoped admin's webhook is narrowed to their scope (tests/resolvers/test_webhooks.py).
+    "createWebhook": (
+        'mutation { createWebhook(input: {url: "http://127.0.0.1:9/x", events: [RUN_SUSPENDED], '
+        f'filter: {{resourceId: "tenant-b"}}}}) {{ {RESULT} }} }}',
+        None,
+    ),
+    "webhooks": ("{ webhooks { id url } }", None),
+    "webhookDeliveries": (
+        '{ webhookDeliveries(webhookId: "wh_x") { deliveries { runId } } }',
+        None,
+    ),
+    "deleteWebhook": (f'mutation {{ deleteWebhook(input: {{id: "wh_x"}}) {{ {RESULT} }} }}', None),
+    "rotateWebhookSecret": (
+        f'mutation {{ rotateWebhookSecret(input: {{id: "wh_x"}}) {{ {RESULT} }} }}',
+        None,
+    ),
+    "redeliverWebhookEvent": (
+        f'mutation {{ redeliverWebhookEvent(input: {{deliveryId: "dlv_x"}}) {{ {RESULT} }} }}',
+        None,
+    ),
 }
 """The other fields, with what they must answer (None: checked below, or only for leaks)."""
 

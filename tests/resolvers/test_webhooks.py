@@ -123,14 +123,7 @@ async def test_deliveries_are_paged_redelivered_and_signed_by_both_secrets_in_a_
                 return statuses == ["DELIVERED"] * 3
 
             await eventually(all_delivered, within=15)
-            first = (await admin(DELIVERIES, {"id": webhook_id, "first": 2}))["data"]
-            page = first["webhookDeliveries"]
-            assert page["hasMore"] and len(page["deliveries"]) == 2
-            rest = await admin(
-                DELIVERIES, {"id": webhook_id, "first": 2, "after": page["nextCursor"]}
-            )
-            last = rest["data"]["webhookDeliveries"]
-            assert not last["hasMore"] and len(last["deliveries"]) == 1
+            last = await paged_by_two(admin, webhook_id)
             rotated = (await admin(ROTATE, {"input": {"id": webhook_id}}))["data"]
             new_secret = rotated["rotateWebhookSecret"]["secret"]
             assert new_secret != first_secret
@@ -149,6 +142,17 @@ async def test_deliveries_are_paged_redelivered_and_signed_by_both_secrets_in_a_
             assert (
                 unknown["data"]["redeliverWebhookEvent"]["__typename"] == "WebhookDeliveryNotFound"
             )
+
+
+async def paged_by_two(admin: Any, webhook_id: str) -> dict[str, Any]:
+    """Three deliveries, asked two at a time: the last page."""
+    first = (await admin(DELIVERIES, {"id": webhook_id, "first": 2}))["data"]
+    page = first["webhookDeliveries"]
+    assert page["hasMore"] and len(page["deliveries"]) == 2
+    rest = await admin(DELIVERIES, {"id": webhook_id, "first": 2, "after": page["nextCursor"]})
+    last: dict[str, Any] = rest["data"]["webhookDeliveries"]
+    assert not last["hasMore"] and len(last["deliveries"]) == 1
+    return last
 
 
 async def test_an_out_of_range_page_is_a_bad_argument(client: httpx.AsyncClient) -> None:

@@ -75,6 +75,10 @@ def test_a_full_collection_runs_each_time_the_bodies_pass_the_budget(monkeypatch
         return 0
 
     monkeypatch.setattr("gc.collect", collect)
+    # A clock that stands still: the collections take no time, and none waits for another.
+    monkeypatch.setattr(
+        "suspended_runs.server.memory.time", types.SimpleNamespace(monotonic=lambda: 100.0)
+    )
     garbage = RequestGarbage(after_bytes=1000)
     for _ in range(9):
         garbage.received(300)
