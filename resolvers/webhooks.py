@@ -169,6 +169,9 @@ async def redeliver(
     webhook = await context.storage.webhooks.get(delivery.webhook_id) if delivery else None
     if delivery is None or webhook is None or not _manages(context, webhook):
         return WebhookDeliveryNotFound(delivery_id, f"no delivery {delivery_id}")
+    if webhook.disabled:
+        message = f"delivery {delivery_id}'s webhook is disabled (its receiver answered 410)"
+        return WebhookDeliveryNotFound(delivery_id, message)
     again = await deliveries.redeliver(delivery_id, datetime.now(UTC))
     if again is None:
         return WebhookDeliveryNotFound(delivery_id, f"no delivery {delivery_id}")

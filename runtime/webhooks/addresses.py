@@ -49,6 +49,10 @@ class OutboundRules:
             return "a webhook URL is http:// or https:// with a host"
         if parts.username or parts.password:
             return "a webhook URL carries no credentials"
+        try:
+            parts.port  # noqa: B018 (read to validate: out of range raises)
+        except ValueError:
+            return "a webhook URL's port is a number from 0 to 65535"
         if self.production and parts.scheme != "https" and not self._host_allowed(parts.hostname):
             return "in production a webhook URL is https://"
         return None
@@ -63,7 +67,7 @@ class OutboundRules:
         if self._host_allowed(host):
             return
         addresses = await _resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
-        for address in addresses:
+        for address in map(_embedded, addresses):
             if any(address in network for network in self.allowed_networks):
                 continue
             if address.is_global and parts.scheme == "https":
@@ -80,6 +84,21 @@ class OutboundRules:
             if pattern.startswith("*.") and host.endswith(pattern[1:]):
                 return True
         return False
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _embedded(address: IPAddress) -> IPAddress:
+    """The IPv4 address an IPv6 one carries (mapped, 6to4, NAT64), which is where it goes."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address.sixtofour is not None:
+            return address.sixtofour
+        if address in _NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return address
 
 
 async def _resolve(host: str, port: int) -> list[IPAddress]:

@@ -70,7 +70,7 @@ class Attempt:
                 code, retry_after = await self._post(body, headers)
         except TimeoutError:
             return self._retry(now, None, f"no answer within {self.rules.timeout_seconds:g} s")
-        except httpx.HTTPError as exc:
+        except Exception as exc:  # any failure to post (httpx's, a URL it refuses) is retried
             return self._retry(now, None, _error_text(exc))
         if 200 <= code < 300:
             return Result(DeliveryStatus.DELIVERED, "delivered", code)

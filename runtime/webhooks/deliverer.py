@@ -162,6 +162,7 @@ class WebhookDeliverer:
     async def _attempt_once(self, delivery: Delivery, webhook: Webhook) -> None:
         deliveries, now = self.storage.deliveries, _now()
         until = now + timedelta(seconds=self.rules.timeout_seconds * 2 + 5)
+        until = until.replace(microsecond=until.microsecond // 1000 * 1000)  # as BSON keeps it
         whole = await deliveries.begin_attempt(delivery, now, until)
         if whole is None:
             return
@@ -178,6 +179,7 @@ class WebhookDeliverer:
             error=result.error,
             next_attempt_at=result.next_attempt_at,
             now=_now(),
+            until=until,
         )
         log.info(
             "webhook attempt",

@@ -21,6 +21,8 @@ from pymongo.errors import BulkWriteError
 from suspended_runs.storage.events.outbox import DUPLICATE_KEY
 from suspended_runs.storage.types import Document
 
+_REDELIVERY_TRIES = 5
+
 
 class DeliveryStatus(StrEnum):
     PENDING = "PENDING"
@@ -177,7 +179,10 @@ class DeliveryStore:
         error: str | None,
         next_attempt_at: datetime | None,
         now: datetime,
+        until: datetime,
     ) -> None:
+        """Where the attempt that `begin_attempt` recorded with `until` left the delivery:
+        unless it was redelivered meanwhile (then the redelivery stands)."""
         update: dict[str, Any] = {
             "status": status.value,
             "lastStatusCode": status_code,
@@ -187,7 +192,9 @@ class DeliveryStore:
         }
         if status is DeliveryStatus.DELIVERED:
             update["deliveredAt"] = now
-        await self.collection.update_one({"_id": delivery_id}, {"$set": update})
+        await self.collection.update_one(
+            {"_id": delivery_id, "attemptingUntil": until}, {"$set": update}
+        )
 
     async def page(self, webhook_id: str, first: int, after: str | None) -> list[Delivery]:
         """Newest first; `after` is the id of the last delivery of the page before."""
@@ -203,23 +210,27 @@ class DeliveryStore:
 
     async def redeliver(self, delivery_id: str, now: datetime) -> Delivery | None:
         """Attempt again from the start of the schedule, whatever became of it."""
-        current = await self.get(delivery_id)
-        if current is None:
-            return None
-        doc = await self.collection.find_one_and_update(
-            {"_id": delivery_id},
-            {
-                "$set": {
-                    "status": DeliveryStatus.PENDING.value,
-                    "nextAttemptAt": now,
-                    "retryBase": current.attempts,
-                    "attemptingUntil": None,
-                    "expiresAt": now + self.retention,
-                }
-            },
-            return_document=ReturnDocument.AFTER,
-        )
-        return Delivery.from_document(doc) if doc else None
+        for _ in range(_REDELIVERY_TRIES):
+            current = await self.get(delivery_id)
+            if current is None:
+                return None
+            doc = await self.collection.find_one_and_update(
+                # The attempts as read: one begun meanwhile would leave the schedule short.
+                {"_id": delivery_id, "attempts": current.attempts},
+                {
+                    "$set": {
+                        "status": DeliveryStatus.PENDING.value,
+                        "nextAttemptAt": now,
+                        "retryBase": current.attempts,
+                        "attemptingUntil": None,
+                        "expiresAt": now + self.retention,
+                    }
+                },
+                return_document=ReturnDocument.AFTER,
+            )
+            if doc is not None:
+                return Delivery.from_document(doc)
+        return await self.get(delivery_id)
 
     async def oldest_pending(self) -> datetime | None:
         """When the event of the oldest PENDING delivery happened."""

@@ -67,10 +67,9 @@ class ChangeApplier:
                 ended.append(doc["run_id"])
         held, new = await self._changed(entries)
         happened = await self._events(held + new, ended, deleted) if announce else []
-        written = await self.index.discovery.apply(held, ended, deleted, self.clock(), new=new)
-        if happened and self.outbox is not None:
+        if happened and self.outbox is not None:  # first: a replay finds these entries written
             await self.outbox.add(happened)
-        return written
+        return await self.index.discovery.apply(held, ended, deleted, self.clock(), new=new)
 
     async def apply_documents(self, docs: list[Document], *, announce: bool = False) -> int:
         """`apply` to documents as they are now, `_BATCH` at a time."""
@@ -94,10 +93,9 @@ class ChangeApplier:
             present |= {doc["_id"] async for doc in self.snapshots.find(batch, {"_id": 1})}
         gone = [run_id for snapshot_id, run_id in by_snapshot.items() if snapshot_id not in present]
         happened = await self._events([], gone, []) if announce and gone else []
-        ended = await self.index.discovery.end_runs(gone, self.clock())
-        if happened and self.outbox is not None:
+        if happened and self.outbox is not None:  # first, as in `apply`
             await self.outbox.add(happened)
-        return ended
+        return await self.index.discovery.end_runs(gone, self.clock())
 
     def observed(self, committed: Any) -> None:
         """A change written at `committed` (a timestamp or a time) was just applied."""

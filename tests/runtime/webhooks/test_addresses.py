@@ -24,6 +24,10 @@ PRODUCTION = OutboundRules.parse(True, [])
         "ftp://93.184.215.14/hook",
         "https://user:secret@93.184.215.14/hook",
         "https://no-such-host.invalid/hook",
+        "https://[::ffff:127.0.0.1]/hook",  # IPv4 in IPv6: mapped, 6to4, NAT64
+        "https://[2002:a9fe:a9fe::1]/hook",
+        "https://[64:ff9b::a9fe:a9fe]/hook",
+        "https://93.184.215.14:70000/hook",  # a port that is none
     ],
 )
 async def test_production_refuses_what_is_not_public_https(url: str) -> None:
