@@ -33,7 +33,7 @@ class Context:
     policy: DecisionPolicy = field(default_factory=DecisionPolicy)
     budget: RequestBudget = field(default_factory=RequestBudget)
     """What this request may still cost (rows, mutations) and how large its texts may be."""
-    webhooks: WebhookRules = field(default_factory=lambda: WebhookRules())
+    webhooks: WebhookRules = field(default_factory=WebhookRules)
     """How webhooks are checked as they are made, and how long a rotated secret signs."""
     live: LivePages | None = None
     """The shared feeds of subscriptions (None where nothing subscribes: scripts, tests)."""

@@ -19,7 +19,7 @@ import httpx
 from pymongo.errors import PyMongoError
 
 from suspended_runs.runtime.metrics import WEBHOOK_ATTEMPTS
-from suspended_runs.runtime.webhooks.attempt import Attempt, AttemptRules, Result
+from suspended_runs.runtime.webhooks.attempt import Attempt, AttemptRules
 from suspended_runs.storage import Storage
 from suspended_runs.storage.events.deliveries import Delivery
 from suspended_runs.storage.events.webhooks import Webhook
@@ -202,6 +202,3 @@ def _wants(webhook: Webhook, event: Document) -> bool:
         log.warning("an event's run could not be read", extra={"eventId": event.get("_id")})
         return False
     return webhook.filter.matches(run)
-
-
-__all__ = ["Result", "WebhookDeliverer"]

@@ -10,16 +10,14 @@ from __future__ import annotations
 import base64
 import secrets
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from pymongo import ReturnDocument
 from pymongo.asynchronous.collection import AsyncCollection
 
 from suspended_runs.storage.index.entry import RunEntry
-from suspended_runs.storage.index.filters import RunFilter
 from suspended_runs.storage.types import DURABLE, Document
 
 SECRET_PREFIX = "whsec_"
@@ -64,17 +62,6 @@ class WebhookFilter:
             return False
         return self.to_date is None or run.created_at <= self.to_date
 
-    def as_run_filter(self) -> RunFilter:
-        return RunFilter(
-            agent_id=self.agent_id,
-            thread_id=self.thread_id,
-            resource_id=self.resource_id,
-            from_date=self.from_date,
-            to_date=self.to_date,
-            agent_ids=self.agent_ids,
-            resource_ids=self.resource_ids,
-        )
-
     def to_document(self) -> Document:
         return {
             "agentId": self.agent_id,
@@ -115,12 +102,13 @@ class Webhook:
     disabled_reason: str | None = None
     previous_secret: str | None = None
     previous_until: datetime | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def signing_secrets(self, now: datetime) -> list[str]:
         """The secret, and during a rotation the one before it."""
-        kept = self.previous_secret and self.previous_until and self.previous_until > now
-        return [self.secret, self.previous_secret] if kept else [self.secret]  # type: ignore[list-item]
+        previous, until = self.previous_secret, self.previous_until
+        if previous is not None and until is not None and until > now:
+            return [self.secret, previous]
+        return [self.secret]
 
     def to_document(self) -> Document:
         return {
