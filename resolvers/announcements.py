@@ -1,4 +1,5 @@
-"""Events no step writes as it happens: runs that stalled, and approvals about to expire.
+"""Events no step writes as it happens: runs that stalled, and approvals about to expire;
+and the events a step wrote with its change but had no time to move to the outbox.
 
 A sweep every second finds them, on the instance that delivers webhooks (so only while
 one exists); an event's key makes the outbox hold it once, should two instances both
@@ -54,6 +55,7 @@ class Announcer:
         """Write the events due now; how many were new here."""
         if not self.leading() or not await self.storage.outbox.active():
             return 0
+        relayed = await self.storage.runs.claims.relay_unannounced()
         due = [
             events.stalled(entry, now)
             for entry in await self.storage.runs.claims.claimed()
@@ -66,18 +68,24 @@ class Announcer:
             self._written[event.key] = None
         while len(self._written) > _KEYS_KEPT:
             self._written.popitem(last=False)
-        return written
+        return relayed + written
 
     async def _expiring(self, now: datetime) -> list[RunEntry]:
         """SUSPENDED runs with a pending approval whose deadline is within `expiring`."""
         claims, policy, soon = self.storage.runs.claims, self.policy, now + self.expiring
         found: list[RunEntry] = []
+        # Those past their deadline are the expiry's: left out, they never crowd a batch.
         for agent, timeout in policy.agent_timeouts.items():
-            found += await claims.suspended_before(soon - timeout, agent_ids=[agent], limit=_BATCH)
+            found += await claims.suspended_before(
+                soon - timeout, agent_ids=[agent], since=now - timeout, limit=_BATCH
+            )
         if policy.timeout is not None:
             others = sorted(policy.agent_timeouts)
             found += await claims.suspended_before(
-                soon - policy.timeout, exclude_agent_ids=others, limit=_BATCH
+                soon - policy.timeout,
+                exclude_agent_ids=others,
+                since=now - policy.timeout,
+                limit=_BATCH,
             )
         return [
             entry

@@ -138,7 +138,11 @@ class EventOutbox:
         instance, are left as they are); how many were new."""
         if not await self.active():
             return 0
-        docs = [event.to_document(self.retention) for event in events]
+        return await self.add_documents([event.to_document(self.retention) for event in events])
+
+    async def add_documents(self, docs: list[Document]) -> int:
+        """Write events as `RunEvent.to_document` made them, whether or not a webhook exists
+        now (the step that made them asked); how many were new."""
         if not docs:
             return 0
         try:

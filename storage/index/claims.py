@@ -8,7 +8,6 @@ the claim its holder took, so of any number of concurrent callers exactly one wi
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from pymongo.errors import PyMongoError
@@ -21,6 +20,10 @@ from suspended_runs.storage.index.writes import IndexWriter
 from suspended_runs.storage.types import FINISHED, Document, RunStatus
 
 log = logging.getLogger(__name__)
+
+
+UNANNOUNCED = "unannounced"
+"""An entry's events written with its change and not yet moved to the outbox."""
 
 
 class ClaimWrites(IndexWriter):
@@ -37,9 +40,10 @@ class ClaimWrites(IndexWriter):
         # The whole entry, as a replacement would put it (to_document names every field but
         # expiresAt), stamped.
         update = {"$set": entry.to_document(), "$unset": {"expiresAt": ""}, **STAMP}
+        happened = [events.suspended(entry, _now())] if entry.status is RunStatus.SUSPENDED else []
+        held = await self._hold(update, happened)
         await self._writes.update_one({"runId": entry.run_id}, update, upsert=True)
-        if entry.status is RunStatus.SUSPENDED:
-            await self._announce([events.suspended(entry, _now())])
+        await self._announce(entry.run_id, held)
 
     async def apply_decision(self, seen: RunEntry, decided: RunEntry, claim: Claim | None) -> bool:
         """Record decisions on the entry as it was seen; with a claim, also take the run.
@@ -58,18 +62,22 @@ class ClaimWrites(IndexWriter):
         }
         if claim is not None:
             update["$set"] |= {"status": RunStatus.RUNNING.value, "claim": claim.to_document()}
+        before = {call.tool_call_id for call in seen.tool_calls if call.decision is not None}
+        held = await self._hold(
+            update,
+            [
+                events.decided(decided, call.tool_call_id, _now())
+                for call in decided.tool_calls
+                if call.decision is not None and call.tool_call_id not in before
+            ],
+        )
         result = await self._writes.update_one(
             {"runId": seen.run_id, "status": RunStatus.SUSPENDED.value, "version": seen.version},
             update,
         )
         if result.modified_count != 1:
             return False
-        before = {call.tool_call_id for call in seen.tool_calls if call.decision is not None}
-        await self._announce(
-            events.decided(decided, call.tool_call_id, _now())
-            for call in decided.tool_calls
-            if call.decision is not None and call.tool_call_id not in before
-        )
+        await self._announce(seen.run_id, held)
         return True
 
     async def settle(self, after: RunEntry, claimed_by: str) -> bool:
@@ -125,10 +133,13 @@ class ClaimWrites(IndexWriter):
         *,
         agent_ids: list[str] | None = None,
         exclude_agent_ids: list[str] | None = None,
+        since: datetime | None = None,
         limit: int = 100,
     ) -> list[RunEntry]:
-        """SUSPENDED runs that have waited since before `cutoff` (for expiry), oldest first."""
-        query: Document = {"status": RunStatus.SUSPENDED.value, "suspendedAt": {"$lte": cutoff}}
+        """SUSPENDED runs that have waited since before `cutoff` (and after `since`, when
+        given), for expiry; oldest first."""
+        waited: Document = {"$lte": cutoff} | ({"$gt": since} if since else {})
+        query: Document = {"status": RunStatus.SUSPENDED.value, "suspendedAt": waited}
         if agent_ids is not None:
             query["agentId"] = {"$in": agent_ids}
         elif exclude_agent_ids:
@@ -143,24 +154,58 @@ class ClaimWrites(IndexWriter):
             doc["expiresAt"] = after.ended_at + self._retention.period
         else:
             update["$unset"] = {"expiresAt": ""}
+        happened = []
+        if after.status is RunStatus.SUSPENDED:
+            happened = [events.suspended(after, _now())]
+        elif after.status in FINISHED:
+            happened = [events.settled(after, _now())]
+        held = await self._hold(update, happened)
         result = await self._writes.update_one(condition, update)
         if result.modified_count != 1:
             return False
-        if after.status is RunStatus.SUSPENDED:
-            await self._announce([events.suspended(after, _now())])
-        elif after.status in FINISHED:
-            await self._announce([events.settled(after, _now())])
+        await self._announce(after.run_id, held)
         return True
 
-    async def _announce(self, happened: Iterable[RunEvent]) -> None:
-        """The change is made: an event that cannot be written is logged, not raised, since
-        the caller's answer must say what was done."""
+    async def relay_unannounced(self, limit: int = 100) -> int:
+        """Move to the outbox the events a process wrote with its change but died (or lost
+        the database) before moving; how many were new there."""
         if self.outbox is None:
-            return
+            return 0
+        query = {UNANNOUNCED + "._id": {"$exists": True}}
+        cursor = self.collection.find(query, {"runId": 1, UNANNOUNCED: 1}, limit=limit)
+        moved = 0
+        async for doc in cursor:
+            held = doc.get(UNANNOUNCED)
+            if isinstance(held, list):
+                moved += await self._move(doc.get("runId"), held)
+        return moved
+
+    async def _hold(self, update: Document, happened: list[RunEvent]) -> list[Document]:
+        """Put the change's events in its own update, so they are written with it or not
+        at all (MongoDB's one-document atomicity; no transaction needed); the events put."""
+        if not happened or self.outbox is None or not await self.outbox.active():
+            return []
+        held = [event.to_document(self.outbox.retention) for event in happened]
+        update["$push"] = {UNANNOUNCED: {"$each": held}}
+        return held
+
+    async def _announce(self, run_id: str, held: list[Document]) -> None:
+        """The change is made: its events go to the outbox now. One that cannot is logged,
+        not raised (the caller's answer must say what was done): `relay_unannounced` finds
+        it in the entry."""
         try:
-            await self.outbox.add(happened)
+            await self._move(run_id, held)
         except PyMongoError as exc:
-            log.error("an event was not written", extra={"reason": str(exc)})
+            log.warning("an event was left for the relay", extra={"reason": str(exc)})
+
+    async def _move(self, run_id: object, held: list[Document]) -> int:
+        if not held or self.outbox is None:
+            return 0
+        moved = await self.outbox.add_documents(held)
+        await self._writes.unseen_update_one(
+            {"runId": run_id}, {"$pull": {UNANNOUNCED: {"_id": {"$in": [e["_id"] for e in held]}}}}
+        )
+        return moved
 
 
 def _now() -> datetime:

@@ -53,6 +53,11 @@ class TrackedWrites:
     async def bulk_write(self, *args: Any, **kwargs: Any) -> BulkWriteResult:
         return await self._tracked(self.collection.bulk_write(*args, **kwargs), _bulk_changed)
 
+    async def unseen_update_one(self, *args: Any, **kwargs: Any) -> UpdateResult:
+        """An update of what no reader of entries sees (the events an entry holds until
+        they are in the outbox): no new version, no cache left stale."""
+        return await self.collection.update_one(*args, **kwargs)
+
     async def insert_one(self, *args: Any, **kwargs: Any) -> InsertOneResult:
         write = self.collection.insert_one(*args, **kwargs)
         return await self._tracked(write, _always, recount=True)

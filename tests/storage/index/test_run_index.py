@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from pymongo.errors import AutoReconnect
 
 from suspended_runs.storage import (
     RUNS_COLLECTION,
@@ -18,6 +19,8 @@ from suspended_runs.storage import (
     RunStatus,
     Runtime,
 )
+from suspended_runs.storage.events.outbox import EventOutbox
+from suspended_runs.storage.types import EVENTS_COLLECTION, WEBHOOKS_COLLECTION
 from tests.builders import T0, approval, entry, read_for_counts
 
 
@@ -299,3 +302,46 @@ async def test_a_page_that_spans_a_gap_in_time_reads_about_a_page_the_next_time(
     page = await index.page(RunFilter(), limit=21)
     assert [e.run_id for e in page][:6] == ["n-4", "n-3", "n-2", "n-1", "n-0", "o-1999"]
     assert sum([await index.collection.count_documents(q) for q in asked]) <= 21 * 4, asked
+
+
+async def test_an_event_travels_with_its_change_and_is_relayed_if_its_move_failed(
+    index: RunIndex, db, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a process leaves it that died (or lost the database) right after its change: the
+    event is in the entry, written with the change, and the relay moves it once."""
+    outbox = EventOutbox(db[EVENTS_COLLECTION], db[WEBHOOKS_COLLECTION], timedelta(days=1))
+    await db[WEBHOOKS_COLLECTION].insert_one({"url": "https://example.com/hook"})
+    index.claims.outbox = outbox
+    real_add = outbox.add_documents
+
+    async def lost(docs: list[dict[str, object]]) -> int:
+        raise AutoReconnect("the database went away")
+
+    monkeypatch.setattr(outbox, "add_documents", lost)
+    await index.claims.put_started(entry())
+    assert await db[EVENTS_COLLECTION].count_documents({}) == 0
+    stored = await db[RUNS_COLLECTION].find_one({"runId": "r-1"})
+    assert [e["type"] for e in stored["unannounced"]] == ["run.suspended"]
+    assert await index.get("r-1") is not None  # the entry reads as ever
+
+    monkeypatch.setattr(outbox, "add_documents", real_add)
+    assert await index.claims.relay_unannounced() == 1
+    assert await index.claims.relay_unannounced() == 0
+    moved = await db[EVENTS_COLLECTION].find_one({})
+    assert moved["type"] == "run.suspended" and moved["runId"] == "r-1"
+    assert (await db[RUNS_COLLECTION].find_one({"runId": "r-1"}))["unannounced"] == []
+
+
+async def test_a_change_that_loses_its_race_leaves_no_event(index: RunIndex, db) -> None:
+    outbox = EventOutbox(db[EVENTS_COLLECTION], db[WEBHOOKS_COLLECTION], timedelta(days=1))
+    await db[WEBHOOKS_COLLECTION].insert_one({"url": "https://example.com/hook"})
+    index.claims.outbox = outbox
+    seen = entry()
+    await index.claims.put_started(seen)
+    a = seen.with_decision("c-1", Decision(Action.APPROVE, "a", T0))
+    b = seen.with_decision("c-1", Decision(Action.DECLINE, "b", T0))
+    assert await index.claims.apply_decision(seen, a, None) is True
+    assert await index.claims.apply_decision(seen, b, None) is False
+    decided = [e async for e in db[EVENTS_COLLECTION].find({"type": "toolcall.decided"})]
+    assert [e["run"]["toolCalls"][0]["decision"]["by"] for e in decided] == ["a"]
+    assert await index.claims.relay_unannounced() == 0
