@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 DELIVERER_LEASE = "webhook-deliverer"
 _BATCH = 500
 _PENDING_LOOKED_AT = 500
+_LOOK_DEEP_EVERY = 5.0
+"""Seconds between looks at every pending delivery, not only a webhook's oldest."""
 
 
 def _now() -> datetime:
@@ -61,6 +63,7 @@ class WebhookDeliverer:
         """Attempts under way or waiting for a slot, by delivery."""
         self._slots: dict[str, asyncio.Semaphore] = {}
         self._live_ids: frozenset[str] | None = None
+        self._looked_deep = 0.0
         self._client = httpx.AsyncClient(
             follow_redirects=False, trust_env=False, timeout=rules.timeout_seconds
         )
@@ -128,16 +131,27 @@ class WebhookDeliverer:
         if live_ids != self._live_ids:  # one went (or this is the first look)
             await self.storage.deliveries.give_up_all_but(sorted(live_ids), _now())
             self._live_ids = live_ids
+        # Past the first page only now and then: what waits there waits for a retry, and
+        # a webhook failing for a day may hold many thousands.
+        deep = time.monotonic() - self._looked_deep >= _LOOK_DEEP_EVERY
+        if deep:
+            self._looked_deep = time.monotonic()
         for webhook in live:
-            now, heads = _now(), set()
-            pending = await self.storage.deliveries.pending(webhook.webhook_id, _PENDING_LOOKED_AT)
-            for delivery in pending:
-                if delivery.run_id in heads:
-                    continue  # a run's later event waits for its earlier one
-                heads.add(delivery.run_id)
-                due = delivery.next_attempt_at is None or delivery.next_attempt_at <= now
-                if due and delivery.delivery_id not in self._in_flight:
-                    self._start(delivery, webhook)
+            now, heads, after = _now(), set[str | None](), None
+            while True:
+                pending = await self.storage.deliveries.pending(
+                    webhook.webhook_id, _PENDING_LOOKED_AT, after=after
+                )
+                for delivery in pending:
+                    if delivery.run_id in heads:
+                        continue  # a run's later event waits for its earlier one
+                    heads.add(delivery.run_id)
+                    due = delivery.next_attempt_at is None or delivery.next_attempt_at <= now
+                    if due and delivery.delivery_id not in self._in_flight:
+                        self._start(delivery, webhook)
+                if not deep or len(pending) < _PENDING_LOOKED_AT:
+                    break
+                after = pending[-1].delivery_id
 
     def _start(self, delivery: Delivery, webhook: Webhook) -> None:
         delivery_id = delivery.delivery_id

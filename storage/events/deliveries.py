@@ -126,11 +126,16 @@ class DeliveryStore:
             if any(error.get("code") != DUPLICATE_KEY for error in errors):
                 raise
 
-    async def pending(self, webhook_id: str, limit: int) -> list[Delivery]:
-        """A webhook's oldest PENDING deliveries, in the order of their events, without
-        their runs (asked often): `begin_attempt` reads one whole."""
+    async def pending(
+        self, webhook_id: str, limit: int, after: str | None = None
+    ) -> list[Delivery]:
+        """A webhook's oldest PENDING deliveries (after the delivery `after`), in the order
+        of their events, without their runs (asked often): `begin_attempt` reads one whole."""
+        query: Document = {"webhookId": webhook_id, "status": DeliveryStatus.PENDING.value}
+        if after is not None:
+            query["_id"] = {"$gt": after}
         cursor = self.collection.find(
-            {"webhookId": webhook_id, "status": DeliveryStatus.PENDING.value},
+            query,
             {"run": 0},
             sort=[("_id", 1)],
             limit=limit,
