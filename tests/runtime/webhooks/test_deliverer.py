@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from suspended_runs.runtime.webhooks import deliverer
 from suspended_runs.server import Settings
 from suspended_runs.storage import RUNS_COLLECTION
+from suspended_runs.storage.events import outbox as events
+from suspended_runs.storage.index.entry import read_entry
 from tests.helpers import (
     APPROVE,
     Server,
@@ -52,6 +56,16 @@ async def hook(gql: Any, url: str, events: list[str] = ALL_EVENTS, **extra: Any)
     body = await gql(CREATE, {"input": {"url": url, "events": events, **extra}})
     secret: str = body["data"]["createWebhook"]["secret"]
     return secret
+
+
+async def hook_resource(gql: Any, url: str, resource: str) -> dict[str, Any]:
+    """A webhook of every event, filtered to one resource (the peer's database is shared)."""
+    body = await gql(
+        CREATE,
+        {"input": {"url": url, "events": ALL_EVENTS, "filter": {"resourceId": resource}}},
+    )
+    made: dict[str, Any] = body["data"]["createWebhook"]
+    return made
 
 
 async def counted_attempts(client: httpx.AsyncClient) -> dict[str, float]:
@@ -114,20 +128,25 @@ async def test_a_mastra_run_suspended_and_ended_and_a_stalled_run_are_delivered(
             await received(receiver, 2)
             python = await start_run(gql, "file-cleaner")
             await received(receiver, 3)
+            await snapshots.insert_one(suspended_doc("mastra-2"))
+            await received(receiver, 4)
             # As a process that died mid-continuation leaves it: RUNNING, its lease run out.
             past = datetime.now(UTC) - timedelta(minutes=1)
             claim = {"by": "gone", "at": past, "expiresAt": past, "outcomeUnknown": False}
-            await db[RUNS_COLLECTION].update_one(
-                {"runId": python["runId"]}, {"$set": {"status": "RUNNING", "claim": claim}}
-            )
-            await received(receiver, 4)
+            for run_id in (python["runId"], "mastra-2"):
+                await db[RUNS_COLLECTION].update_one(
+                    {"runId": run_id}, {"$set": {"status": "RUNNING", "claim": claim}}
+                )
+            await received(receiver, 6)
     events = receiver.events(secret)
-    assert [(e["type"], e["data"]["run"]["runId"]) for e in events] == [
+    assert [(e["type"], e["data"]["run"]["runId"]) for e in events[:4]] == [
         ("run.suspended", "mastra-1"),
         ("run.settled", "mastra-1"),
         ("run.suspended", python["runId"]),
-        ("run.stalled", python["runId"]),
+        ("run.suspended", "mastra-2"),
     ]
+    stalled = {(e["type"], e["data"]["run"]["runId"]) for e in events[4:]}
+    assert stalled == {("run.stalled", python["runId"]), ("run.stalled", "mastra-2")}
     assert events[1]["data"]["run"]["status"] == "ENDED"
     assert events[0]["data"]["run"]["toolCalls"][0]["requiresApproval"] is True
 
@@ -140,17 +159,7 @@ async def test_a_mastra_run_approved_here_is_suspended_decided_and_settled(
     resource = f"hooked-{uuid.uuid4().hex[:8]}"
     with Receiver() as receiver:
         gql = make_gql(await start_app(settings_for(mongo_uri, peer, **FAST)))
-        body = await gql(
-            CREATE,
-            {
-                "input": {
-                    "url": receiver.url,
-                    "events": ALL_EVENTS,
-                    "filter": {"resourceId": resource},
-                }
-            },
-        )
-        made = body["data"]["createWebhook"]
+        made = await hook_resource(gql, receiver.url, resource)
         try:
             run_id = await peer.start_run("approver", [delete("/tmp/hooked")], resource=resource)
             await eventually(lambda: has_status(gql, run_id), within=5)
@@ -164,6 +173,57 @@ async def test_a_mastra_run_approved_here_is_suspended_decided_and_settled(
     assert events[0]["data"]["run"]["runtime"] == "MASTRA"
     assert events[1]["data"]["run"]["toolCalls"][0]["decision"]["action"] == "APPROVE"
     assert events[2]["data"]["run"]["status"] == "COMPLETED"
+
+
+async def test_a_mastra_approval_nobody_decides_is_announced_expiring_then_expired(
+    mongo_uri: str, peer: MastraPeer, start_app: Any
+) -> None:
+    """Through the real Mastra peer: the expiry declines the call on Mastra, as the system."""
+    resource = f"expiring-{uuid.uuid4().hex[:8]}"
+    timeouts = {"decision_timeouts": {"asker": 600, "approver": 4}, "webhook_expiring_seconds": 3}
+    with Receiver() as receiver:
+        gql = make_gql(await start_app(settings_for(mongo_uri, peer, **FAST, **timeouts)))
+        made = await hook_resource(gql, receiver.url, resource)
+        try:
+            run_id = await peer.start_run("approver", [delete("/tmp/expiring")], resource=resource)
+            await received(receiver, 5, within=20)
+        finally:
+            await gql(DELETE_HOOK, {"input": {"id": made["webhook"]["id"]}})
+    events = receiver.events(made["secret"])
+    assert [e["type"] for e in events[:2]] == ["run.suspended", "approval.expiring"]
+    assert {e["type"] for e in events[2:]} == {
+        "toolcall.decided",
+        "approval.expired",
+        "run.settled",
+    }
+    assert {e["data"]["run"]["runId"] for e in events} == {run_id}
+    assert all(e["data"]["run"]["runtime"] == "MASTRA" for e in events)
+    decided = next(e for e in events if e["type"] == "toolcall.decided")["data"]["run"]
+    assert decided["toolCalls"][0]["decision"]["action"] == "DECLINE"
+    assert decided["decidedBy"] == "system"
+    assert peer.executions("/tmp/expiring") == []
+
+
+async def test_an_event_a_dead_process_left_in_its_entry_is_delivered(
+    settings: Settings, db: Any
+) -> None:
+    """A change and its events are one write; a process that died before moving them to
+    the outbox leaves them in the entry, and the sweep delivers them."""
+    with Receiver() as receiver:
+        async with running_app(settings.model_copy(update=FAST)) as client:
+            gql = make_gql(client)
+            secret = await hook(gql, receiver.url)
+            run = await start_run(gql, "file-cleaner")
+            await received(receiver, 1)
+            stored = await db[RUNS_COLLECTION].find_one({"runId": run["runId"]}, {"_id": 0})
+            entry = read_entry(stored)
+            assert entry is not None and stored["unannounced"] == []
+            left = events.stalled(entry, datetime.now(UTC)).to_document(timedelta(days=1))
+            await db[RUNS_COLLECTION].update_one(
+                {"runId": run["runId"]}, {"$push": {"unannounced": left}}
+            )
+            await received(receiver, 2, within=5)
+    assert [e["type"] for e in receiver.events(secret)] == ["run.suspended", "run.stalled"]
 
 
 async def test_a_receiver_failing_twice_gets_the_event_on_the_third_attempt(
@@ -191,6 +251,31 @@ async def test_a_receiver_failing_twice_gets_the_event_on_the_third_attempt(
     assert len({a.message_id for a in attempts}) == 1
     assert len({a.headers["webhook-timestamp"] for a in attempts}) == 3
     assert len(receiver.events(secret)) == 3  # each attempt signed with its own timestamp
+
+
+async def test_runs_held_back_by_retries_never_hide_a_later_run(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More runs wait for a retry than one look at pending deliveries takes in (made 2
+    here): a later run's event is still delivered at once."""
+    monkeypatch.setattr(deliverer, "_PENDING_LOOKED_AT", 2)
+    monkeypatch.setattr(deliverer, "_LOOK_DEEP_EVERY", 0.5)
+    failing: set[str] = set()
+
+    def fail_the_first(got: Received, attempt: int) -> Answer:
+        return (503 if got.json["data"]["run"]["runId"] in failing else 200, {}, 0.0)
+
+    rules = settings.model_copy(update={**FAST, "webhook_retry_seconds": "60,60"})
+    with Receiver(fail_the_first) as receiver:
+        async with running_app(rules) as client:
+            gql = make_gql(client)
+            await hook(gql, receiver.url, ["RUN_SUSPENDED"])
+            for _ in range(4):
+                failing.add((await start_run(gql, "file-cleaner"))["runId"])
+            await received(receiver, 4)
+            later = await start_run(gql, "file-cleaner")
+            await received(receiver, 5, within=5)
+    assert receiver.received[-1].json["data"]["run"]["runId"] == later["runId"]
 
 
 async def test_429_waits_as_told_and_410_disables_the_webhook(settings: Settings) -> None:
