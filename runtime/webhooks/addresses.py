@@ -2,8 +2,8 @@
 
 Only `https` URLs whose every resolved address is public, or whose host or addresses
 match `WEBHOOK_ALLOWED_HOSTS` (names as `ALLOWED_HOSTS` writes them, or CIDRs), checked
-at every attempt (a name may resolve elsewhere tomorrow); in development, loopback
-addresses too, over `http` as well.
+at every attempt (a name may resolve elsewhere tomorrow), and the post connects to the
+address checked; in development, loopback addresses too, over `http` as well.
 """
 
 from __future__ import annotations
@@ -57,24 +57,28 @@ class OutboundRules:
             return "in production a webhook URL is https://"
         return None
 
-    async def check(self, url: str) -> None:
-        """Raise `RefusedAddress` unless `url` may be posted to now."""
+    async def check(self, url: str) -> IPAddress | None:
+        """Raise `RefusedAddress` unless `url` may be posted to now; the address checked,
+        for the post to connect to (a name resolved again could answer elsewhere: DNS
+        rebinding), or None for a host allowed by name."""
         problem = self.shape_problem(url)
         if problem:
             raise RefusedAddress(problem)
         parts = urlsplit(url)
         host = parts.hostname or ""
         if self._host_allowed(host):
-            return
+            return None
         addresses = await _resolve(host, parts.port or (443 if parts.scheme == "https" else 80))
-        for address in map(_embedded, addresses):
-            if any(address in network for network in self.allowed_networks):
+        for address in addresses:
+            reached = _embedded(address)
+            if any(reached in network for network in self.allowed_networks):
                 continue
-            if address.is_global and parts.scheme == "https":
+            if reached.is_global and parts.scheme == "https":
                 continue
-            if not self.production and address.is_loopback:
+            if not self.production and reached.is_loopback:
                 continue
-            raise RefusedAddress(f"{host} resolves to {address}: not a public https address")
+            raise RefusedAddress(f"{host} resolves to {reached}: not a public https address")
+        return addresses[0]
 
     def _host_allowed(self, host: str) -> bool:
         host = host.lower()

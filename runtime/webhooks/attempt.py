@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 
 from suspended_runs.runtime.webhooks import payloads, signing
-from suspended_runs.runtime.webhooks.addresses import OutboundRules, RefusedAddress
+from suspended_runs.runtime.webhooks.addresses import IPAddress, OutboundRules, RefusedAddress
 from suspended_runs.runtime.webhooks.payloads import PayloadRules
 from suspended_runs.storage.events.deliveries import Delivery, DeliveryStatus
 from suspended_runs.storage.events.webhooks import Webhook, WebhookFormat
@@ -58,7 +58,7 @@ class Attempt:
     async def make(self, now: datetime) -> Result:
         """Post once (the attempt is already recorded), signed with `now`."""
         try:
-            await self.rules.outbound.check(self.webhook.url)
+            address = await self.rules.outbound.check(self.webhook.url)
         except RefusedAddress as exc:
             return self._retry(now, None, f"refused: {exc}", "refused")
         body = self._body(now)
@@ -67,7 +67,7 @@ class Attempt:
         )
         try:
             async with asyncio.timeout(self.rules.timeout_seconds):
-                code, retry_after = await self._post(body, headers)
+                code, retry_after = await self._post(body, headers, address)
         except TimeoutError:
             return self._retry(now, None, f"no answer within {self.rules.timeout_seconds:g} s")
         except Exception as exc:  # any failure to post (httpx's, a URL it refuses) is retried
@@ -80,9 +80,16 @@ class Attempt:
             )
         return self._retry(now, code, f"answered {code}", retry_after=retry_after)
 
-    async def _post(self, body: str, headers: dict[str, str]) -> tuple[int, float | None]:
+    async def _post(
+        self, body: str, headers: dict[str, str], address: IPAddress | None
+    ) -> tuple[int, float | None]:
+        url, extensions = httpx.URL(self.webhook.url), {}
+        if address is not None:  # to the address checked, under the URL's name and TLS name
+            headers = {**headers, "host": url.netloc.decode("ascii")}
+            extensions = {"sni_hostname": url.host}
+            url = url.copy_with(host=str(address))
         request = self.client.build_request(
-            "POST", self.webhook.url, content=body.encode(), headers=headers
+            "POST", url, content=body.encode(), headers=headers, extensions=extensions
         )
         response = await self.client.send(request, stream=True)
         try:
