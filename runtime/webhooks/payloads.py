@@ -16,6 +16,7 @@ from typing import Any
 from suspended_runs.storage import Document
 
 _SLACK_ARGS_CHARACTERS = 500
+_SLACK_SECTION_CHARACTERS = 3000
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +74,17 @@ def slack_body(
         c for c in shown["toolCalls"] if tool_call_id is None or c["toolCallId"] == tool_call_id
     ]
     pending = [c for c in calls if c.get("decision") is None] or calls
-    lines = [f"*{_title(event)}*: agent `{shown['agentId']}`, run `{shown['runId']}`"]
+    agent, run_id = _escaped(shown["agentId"]), _escaped(shown["runId"])
+    lines = [f"*{_title(event)}*: agent `{agent}`, run `{run_id}`"]
     for call in pending[:5]:
-        lines.append(f"• `{call.get('toolName')}`: {_summary(call)}")
+        lines.append(f"• `{_escaped(call.get('toolName'))}`: {_escaped(_summary(call))}")
     suspended = run.get("suspendedAt")
     if isinstance(suspended, datetime):
         lines.append(f"Waiting for {_duration(now - suspended)}")
-    blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}}
-    ]
+    text = "\n".join(lines)
+    if len(text) > _SLACK_SECTION_CHARACTERS:  # Slack refuses a longer section
+        text = text[: _SLACK_SECTION_CHARACTERS - 1] + "…"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
     inbox = rules.inbox_url(str(run.get("runId")))
     if inbox:
         button = {"type": "button", "text": {"type": "plain_text", "text": "Open in the inbox"}}
@@ -144,6 +147,12 @@ def _duration(waited: Any) -> str:
 
 def _iso(value: Any) -> str | None:
     return value.isoformat().replace("+00:00", "Z") if isinstance(value, datetime) else None
+
+
+def _escaped(value: object) -> str:
+    """Text as Slack's mrkdwn shows it literally: an agent's arguments make no link or
+    mention (`<https://...|click>`, `<!channel>`)."""
+    return str(value).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _dumps(value: Any) -> str:

@@ -55,3 +55,18 @@ def test_slack_without_a_public_url_has_no_button() -> None:
     rules = PayloadRules(public_url=None, max_args_bytes=16_384)
     body = json.loads(slack_body("run.suspended", AT, RUN, None, AT, rules))
     assert [block["type"] for block in body["blocks"]] == ["section"]
+
+
+def test_slack_shows_an_agents_text_literally_and_within_slacks_bounds() -> None:
+    """What an agent wrote makes no link or mention in Slack, and no section is longer
+    than Slack takes (3,000 characters)."""
+    rules = PayloadRules(public_url=None, max_args_bytes=16_384)
+    sly = {"path": "<https://evil.example|Approve here> <!channel> & more"}
+    call = {"toolName": "delete_file", "requiresApproval": True, "decision": None, "args": sly}
+    calls = [{**call, "toolCallId": f"c-{i}"} for i in range(5)]
+    run = {**RUN, "agentId": "a" * 2000, "toolCalls": calls}
+    text = json.loads(slack_body("run.suspended", AT, run, None, AT, rules))["blocks"][0]
+    shown = text["text"]["text"]
+    assert "<https://evil" not in shown and "<!channel>" not in shown
+    assert "&lt;https://evil.example|Approve here&gt; &lt;!channel&gt; &amp; more" in shown
+    assert len(shown) <= 3000
