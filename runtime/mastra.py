@@ -208,7 +208,12 @@ class MastraRuntime:
         return self.client.servers.agent_urls.keys()
 
     async def start(
-        self, agent_id: str, prompt: str, thread_id: str | None, resource_id: str | None
+        self,
+        agent_id: str,
+        prompt: str,
+        thread_id: str | None,
+        resource_id: str | None,
+        started_by: str | None = None,
     ) -> RunEntry:
         raise NotApplied("Mastra runs are started by Mastra, not here")
 

@@ -49,7 +49,12 @@ class AgentRuntime(Protocol):
         """The agents this runtime knows by configuration (not from the run index)."""
 
     async def start(
-        self, agent_id: str, prompt: str, thread_id: str | None, resource_id: str | None
+        self,
+        agent_id: str,
+        prompt: str,
+        thread_id: str | None,
+        resource_id: str | None,
+        started_by: str | None = None,
     ) -> RunEntry:
         """Run an agent until it completes or suspends (only with `starts_runs`)."""
 

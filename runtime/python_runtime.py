@@ -81,7 +81,12 @@ class PythonRuntime:
     # -- starting ------------------------------------------------------------------------
 
     async def start(
-        self, agent_id: str, prompt: str, thread_id: str | None, resource_id: str | None
+        self,
+        agent_id: str,
+        prompt: str,
+        thread_id: str | None,
+        resource_id: str | None,
+        started_by: str | None = None,
     ) -> RunEntry:
         """Run an agent until it completes or suspends; the run's resting entry."""
         now = self.clock()
@@ -95,6 +100,7 @@ class PythonRuntime:
             suspended_at=None,
             thread_id=thread_id,
             resource_id=resource_id,
+            started_by=started_by,
         )
         try:
             result = await self.agents[agent_id].run(prompt)

@@ -3,6 +3,7 @@
 Imports nothing of the other layers.
 """
 
+from suspended_runs.storage.approvals import Approval, CallApprovals
 from suspended_runs.storage.audit.decision_log import AuditRecord, DecisionLog, KeyUse
 from suspended_runs.storage.database import Storage, connect
 from suspended_runs.storage.errors import (
@@ -16,7 +17,15 @@ from suspended_runs.storage.errors import (
 )
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
 from suspended_runs.storage.follower.reconcile import ReconcileReport
-from suspended_runs.storage.index.entry import Action, Claim, Decision, Outcome, RunEntry, ToolCall
+from suspended_runs.storage.index.entry import (
+    Action,
+    Claim,
+    Decision,
+    Outcome,
+    RunEntry,
+    ToolCall,
+    args_hash,
+)
 from suspended_runs.storage.index.filters import Cursor, RunFilter
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
@@ -48,7 +57,9 @@ __all__ = [
     "SNAPSHOTS_COLLECTION",
     "UNREADABLE",
     "Action",
+    "Approval",
     "AuditRecord",
+    "CallApprovals",
     "Claim",
     "Cursor",
     "Decision",
@@ -71,6 +82,7 @@ __all__ = [
     "Storage",
     "SuspendedRunsError",
     "ToolCall",
+    "args_hash",
     "connect",
     "database_fault",
     "database_unavailable",

@@ -8,6 +8,7 @@ from datetime import timedelta
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
+from suspended_runs.storage.approvals import ApprovalStore
 from suspended_runs.storage.audit.decision_log import DecisionLog
 from suspended_runs.storage.events.deliveries import DeliveryStore
 from suspended_runs.storage.events.outbox import EventOutbox
@@ -17,6 +18,7 @@ from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
+    APPROVALS_COLLECTION,
     DECISIONS_COLLECTION,
     DELIVERIES_COLLECTION,
     DURABLE,
@@ -50,6 +52,7 @@ class Storage:
     outbox: EventOutbox
     webhooks: WebhookStore
     deliveries: DeliveryStore
+    approvals: ApprovalStore
 
     @classmethod
     def open(
@@ -90,6 +93,7 @@ class Storage:
             outbox=outbox,
             webhooks=WebhookStore(db[WEBHOOKS_COLLECTION]),
             deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention),
+            approvals=ApprovalStore(db[APPROVALS_COLLECTION], retention),
         )
 
     async def ensure_indexes(self) -> None:
@@ -99,6 +103,7 @@ class Storage:
         await self.persisted_queries.ensure_indexes()
         await self.outbox.ensure_indexes()
         await self.deliveries.ensure_indexes()
+        await self.approvals.ensure_indexes()
 
     async def ping(self) -> bool:
         await self.db.command("ping")

@@ -40,6 +40,9 @@ EVENTS_COLLECTION = "suspended_runs_events"
 WEBHOOKS_COLLECTION = "suspended_runs_webhooks"
 """Webhooks, with the secrets that sign their deliveries (storage/events/webhooks.py)."""
 
+APPROVALS_COLLECTION = "suspended_runs_approvals"
+"""Approvals recorded before a quorum (storage/approvals.py)."""
+
 DELIVERIES_COLLECTION = "suspended_runs_deliveries"
 """One document per event and webhook (storage/events/deliveries.py)."""
 

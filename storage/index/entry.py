@@ -6,11 +6,15 @@ calls each is built on every poll, and construction cost is the hot path.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+import rfc8785
 
 from suspended_runs.storage.types import Document, RunStatus, Runtime, json_kind
 
@@ -57,6 +61,32 @@ class Decision:
             resume_data=doc.get("resumeData"),
             edited_args=doc.get("editedArgs"),
         )
+
+
+def args_hash(args: Any) -> str:
+    """Lower-case hex SHA-256 of `args` in RFC 8785 canonical JSON (of `null` where there
+    are none): what an approver saw, named so a decision can say it."""
+    try:
+        canonical = rfc8785.dumps(args)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError):
+        canonical = rfc8785.dumps(_as_json(args))
+    return hashlib.sha256(canonical).hexdigest()
+
+
+def _as_json(value: Any) -> Any:
+    """What JSON (and RFC 8785) cannot hold, as its text: a date a snapshot kept as BSON,
+    a NaN, an integer past 2**53."""
+    if isinstance(value, dict):
+        return {str(k): _as_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_as_json(v) for v in value]
+    if value is None or isinstance(value, str | bool):
+        return value
+    if isinstance(value, int) and abs(value) <= 2**53:
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +189,9 @@ class RunEntry:
     problems: tuple[str, ...] = ()
     """What of its snapshot could not be read (each read as null): the run is listed with
     the rest (storage/snapshots/fields.py)."""
+    started_by: str | None = None
+    """Who started the run: `startRun`'s caller, or a Mastra run's request context value
+    (REVIEW_STARTER_CONTEXT_KEY); None: not known."""
 
     def status_at(self, now: datetime) -> RunStatus:
         """The status to show: a RUNNING run whose lease ran out (its process died) is STALLED."""
@@ -209,6 +242,7 @@ class RunEntry:
             "decidedBy": self.decided_by,
             "problems": list(self.problems),
             "hasProblems": bool(self.problems),
+            "startedBy": self.started_by,
         }
 
     @classmethod
@@ -235,6 +269,7 @@ class RunEntry:
             decided_at=doc.get("decidedAt"),
             decided_by=doc.get("decidedBy"),
             problems=tuple(problems),
+            started_by=_text(doc, "startedBy", "", problems),
         )
 
 

@@ -125,6 +125,11 @@ class RunIndex:
         with `within`, as read at most that many seconds ago and not written here since."""
         return await self._version.read(within=within)
 
+    async def shown_changed(self) -> None:
+        """A new version where what a list shows of its runs changed outside the index (an
+        approval recorded before a quorum): an ETag or a subscription sees it."""
+        await self._version.changed()
+
     async def pass_deadlines(self, now: datetime, horizon: timedelta) -> bool:
         """A new version where time alone changed what a list shows (retention.py)."""
         return await self._retention.pass_deadlines(now, horizon)

@@ -23,7 +23,29 @@ from suspended_runs.storage.types import (
     Document,
     RunStatus,
     Runtime,
+    json_kind,
 )
+
+_starter_key: str | None = None
+"""REVIEW_STARTER_CONTEXT_KEY: a process-wide setting, since every path of the follower,
+the reconcile and the reader ends in `extract_entry`."""
+
+
+def read_starters_from(key: str | None) -> None:
+    """Read a Mastra run's starter from its request context's `key` (None: not read)."""
+    global _starter_key
+    _starter_key = key
+
+
+def _starter(snapshot: Document, problems: list[str]) -> str | None:
+    context = snapshot.get("requestContext")
+    if _starter_key is None or not isinstance(context, dict):
+        return None
+    value = context.get(_starter_key)
+    if value is None or isinstance(value, str):
+        return value
+    problems.append(f"requestContext.{_starter_key}: {json_kind(value)}, not a string")
+    return None
 
 
 def extract_entry(doc: Document) -> RunEntry | None:
@@ -76,6 +98,7 @@ def _mastra_entry(
         resource_id=own.resource_id or memory.resource_id,
         tool_calls=calls,
         snapshot_id=doc.get("_id"),
+        started_by=_starter(snapshot, problems),
         problems=tuple(problems),
     )
 
@@ -101,6 +124,7 @@ def _python_entry(doc: Document, run_id: str, snapshot: Document) -> RunEntry:
         tool_calls=tuple(_python_call(call, i, problems) for i, call in enumerate(calls)),
         snapshot_id=doc.get("_id"),
         problems=tuple(problems),
+        started_by=started if isinstance(started := snapshot.get("startedBy"), str) else None,
     )
 
 
@@ -280,7 +304,16 @@ def extraction_projection(prefix: str = "") -> Document:
     }
     kept: Document = {
         name: f"{snapshot}.{name}"
-        for name in ("status", "resumeLabels", "agentId", "toolCalls", "threadId", "resourceId")
+        for name in (
+            "status",
+            "resumeLabels",
+            "agentId",
+            "toolCalls",
+            "threadId",
+            "resourceId",
+            "startedBy",
+            "requestContext",
+        )
     }
     steps = {"$arrayToObject": {"$map": {"input": {"$objectToArray": context}, "in": _STEP}}}
     kept["context"] = {"$cond": [_is_object(context), steps, context]}

@@ -58,6 +58,7 @@ class PythonSnapshots:
                         "agentId": entry.agent_id,
                         "threadId": entry.thread_id,
                         "resourceId": entry.resource_id,
+                        "startedBy": entry.started_by,
                         "toolCalls": [call.to_document() for call in entry.tool_calls],
                         "messages": messages,
                     },

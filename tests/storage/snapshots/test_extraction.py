@@ -17,6 +17,7 @@ from suspended_runs.storage import (
     ToolCall,
     extract_entry,
 )
+from suspended_runs.storage.snapshots import extraction
 from tests.helpers import load_json, load_snapshots, suspended_doc
 
 SCENARIOS = load_json("list_suspended_runs.json")["scenarios"]
@@ -137,3 +138,18 @@ def test_string_snapshot_matches_fixture_json() -> None:
     doc = by_run(SCENARIOS["approval"])
     text = json.dumps(json.loads(json_util.dumps(doc["snapshot"])))
     assert extract_entry(dict(doc, snapshot=text)) is not None
+
+
+def test_a_mastra_runs_starter_is_read_from_its_request_context(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """REVIEW_STARTER_CONTEXT_KEY names where; unset, or not a string there, not known."""
+    doc = suspended_doc("started")
+    doc["snapshot"]["requestContext"] = {"userId": "token:alice", "tenant": 7}
+    assert (entry := extract_entry(doc)) is not None and entry.started_by is None
+    monkeypatch.setattr(extraction, "_starter_key", "userId")
+    assert (entry := extract_entry(doc)) is not None and entry.started_by == "token:alice"
+    monkeypatch.setattr(extraction, "_starter_key", "tenant")
+    entry = extract_entry(doc)
+    assert entry is not None and entry.started_by is None
+    assert entry.problems == ("requestContext.tenant: a number, not a string",)
