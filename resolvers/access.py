@@ -79,6 +79,9 @@ class Principal:
     expires_at: float | None = field(default=None, compare=False)
     """When its credentials stop being accepted (epoch seconds; a token's `exp` with the
     leeway): an open WebSocket connection is closed then. None: they do not expire."""
+    groups: frozenset[str] = frozenset()
+    """Its groups (a token's JWT_GROUPS_CLAIM, an API key's `groups`): review policies
+    name them as `group:<name>`."""
 
     def may(self, role: Role) -> bool:
         return self.role is not None and _RANK[self.role] >= _RANK[role]

@@ -64,7 +64,9 @@ async def start_run(
     runtime = context.runtimes.starting(agent_id)
     if runtime is None:
         return ExecutorUnavailable(None, agent_id, f"no Python agent {agent_id!r} is registered")
-    entry = await runtime.start(agent_id, prompt, thread_id, resource_id)
+    # Recorded for review policies' forbidSelfApproval (an open server's caller is anonymous).
+    starter = principal.subject if principal.authenticated else None
+    entry = await runtime.start(agent_id, prompt, thread_id, resource_id, starter)
     return RunStarted(entry)
 
 

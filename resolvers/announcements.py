@@ -1,5 +1,6 @@
-"""Events no step writes as it happens: runs that stalled, and approvals about to expire;
-and the events a step wrote with its change but had no time to move to the outbox.
+"""Events no step writes as it happens: runs that stalled, approvals about to expire or
+escalated by their review policy; and the events a step wrote with its change but had no
+time to move to the outbox.
 
 A sweep every second finds them, on the instance that delivers webhooks (so only while
 one exists); an event's key makes the outbox hold it once, should two instances both
@@ -14,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
+from suspended_runs.resolvers.expiry import deadline_of, with_deadlines
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.storage import RunEntry, RunStatus, Storage
 from suspended_runs.storage.events import outbox as events
@@ -21,8 +23,10 @@ from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 
 log = logging.getLogger(__name__)
 
-_BATCH = 100
 _KEYS_KEPT = 10_000
+_ESCALATION_BATCH = 1000
+_ESCALATION_LOOKBACK = timedelta(hours=1)
+"""How far back a first beat (a start, a new leader) looks for escalations it missed."""
 
 
 class Announcer:
@@ -38,6 +42,9 @@ class Announcer:
         """Whether this instance sweeps now."""
         self.policy = policy
         self.expiring = expiring
+        self._escalated_until: dict[str, datetime] = {}
+        """Per policy, the suspensions looked at for escalation: each beat looks at those
+        that crossed its escalateAfterSeconds since."""
         self._written: OrderedDict[str, None] = OrderedDict()
         """Keys this instance wrote lately: not written again every second."""
 
@@ -62,6 +69,7 @@ class Announcer:
             if entry.status_at(now) is RunStatus.STALLED
         ]
         due += [events.expiring(entry, now) for entry in await self._expiring(now)]
+        due += await self._escalated(now)
         fresh = [event for event in due if event.key not in self._written]
         written = await self.storage.outbox.add(fresh)
         for event in fresh:
@@ -71,26 +79,43 @@ class Announcer:
         return relayed + written
 
     async def _expiring(self, now: datetime) -> list[RunEntry]:
-        """SUSPENDED runs with a pending approval whose deadline is within `expiring`."""
-        claims, policy, soon = self.storage.runs.claims, self.policy, now + self.expiring
-        found: list[RunEntry] = []
-        # Those past their deadline are the expiry's: left out, they never crowd a batch.
-        for agent, timeout in policy.agent_timeouts.items():
-            found += await claims.suspended_before(
-                soon - timeout, agent_ids=[agent], since=now - timeout, limit=_BATCH
-            )
-        if policy.timeout is not None:
-            others = sorted(policy.agent_timeouts)
-            found += await claims.suspended_before(
-                soon - policy.timeout,
-                exclude_agent_ids=others,
-                since=now - policy.timeout,
-                limit=_BATCH,
-            )
+        """SUSPENDED runs with a pending approval whose deadline is within `expiring` (those
+        past it are the expiry's: left out, they never crowd a batch)."""
+        found = await with_deadlines(self.storage, self.policy, now + self.expiring, after=now)
         return [
             entry
             for entry in found
-            if any(call.requires_approval for call in entry.pending_calls())
-            and (deadline := policy.deadline(entry.agent_id, entry.suspended_at)) is not None
-            and deadline > now
+            if any(
+                (deadline := deadline_of(self.policy, entry, call)) is not None
+                and now < deadline <= now + self.expiring
+                for call in entry.pending_calls()
+            )
         ]
+
+    async def _escalated(self, now: datetime) -> list[events.RunEvent]:
+        """approval.escalated of the pending approvals that waited past a policy's
+        escalateAfterSeconds since the last beat (an hour back at the first)."""
+        due: list[events.RunEvent] = []
+        for policy in self.policy.reviews.policies:
+            if policy.escalate_after is None:
+                continue
+            cutoff = now - policy.escalate_after
+            since = self._escalated_until.get(policy.name, cutoff - _ESCALATION_LOOKBACK)
+            entries = await self.storage.runs.claims.suspended_before(
+                cutoff,
+                agent_ids=None if policy.agent_id == "*" else [policy.agent_id],
+                since=since,
+                limit=_ESCALATION_BATCH,
+            )
+            if len(entries) < _ESCALATION_BATCH:
+                self._escalated_until[policy.name] = cutoff
+            elif entries[-1].suspended_at is not None:  # the rest at the next beat
+                self._escalated_until[policy.name] = entries[-1].suspended_at
+            for entry in entries:
+                due += [
+                    events.escalated(entry, call.tool_call_id, now)
+                    for call in entry.pending_calls()
+                    if call.requires_approval
+                    and self.policy.reviews.match(entry.agent_id, call.tool_name) is policy
+                ]
+        return due

@@ -39,6 +39,8 @@ class Context:
     """The shared feeds of subscriptions (None where nothing subscribes: scripts, tests)."""
     shared: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     """Answers read once per request however many aliases ask them (`once`)."""
+    loaders: dict[str, Any] = field(default_factory=dict)
+    """The request's batch loaders, by name (one read for a page's runs)."""
 
     def once(self, key: str, read: Callable[[], Awaitable[Any]]) -> asyncio.Future[Any]:
         """`read()`'s answer, read at most once in this request (aliases resolve at once,

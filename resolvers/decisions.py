@@ -37,6 +37,7 @@ from suspended_runs.resolvers.outcomes import (
     WrongSuspensionKind,
     kind,
 )
+from suspended_runs.resolvers.reviews import Proceed, review
 from suspended_runs.runtime import (
     AgentRuntime,
     ArgsRejected,
@@ -76,6 +77,9 @@ class DecisionRequest:
     idempotency_key: str | None = None
     wait: bool = True
     edited_args: Any = None
+    expected_args_hash: str | None = None
+    """The call's argsHash as the decider saw it: when it is not the call's now, nothing
+    is applied (StaleDecision)."""
 
     def fingerprint(self) -> str:
         """What makes two requests the same request (the key and `wait` aside)."""
@@ -86,6 +90,7 @@ class DecisionRequest:
             self.reason,
             self.resume_data,
             self.edited_args,
+            self.expected_args_hash,
         ]
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()
@@ -123,6 +128,22 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
         if not isinstance(looked, ToolCall):
             await _audit(context, request, now, _call_id_of(looked), kind(looked))
             return looked
+        reviewed = await review(
+            context,
+            entry,
+            looked,
+            request.action,
+            request.expected_args_hash,
+            request.edited_args,
+            now,
+        )
+        if reviewed is None:
+            continue  # another approval or edit of this call came first: look again
+        if not isinstance(reviewed, Proceed):
+            await _audit(context, request, now, _call_id_of(reviewed), kind(reviewed))
+            return reviewed
+        if reviewed.edited_args is not None:  # a quorum's: what its approvers approved
+            request = replace(request, edited_args=reviewed.edited_args)
         applied = await _apply(context, request, entry, runtime, looked, now)
         if applied is not None:
             return applied

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import datetime
 
 from suspended_runs.resolvers.access import Principal, Role, Scope
 from suspended_runs.resolvers.context import Context
@@ -17,7 +18,7 @@ from suspended_runs.resolvers.decisions import DecisionRequest, decide
 from suspended_runs.resolvers.outcomes import RunDecided
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
-from suspended_runs.storage import Action, RunEntry, Storage
+from suspended_runs.storage import Action, RunEntry, Storage, ToolCall
 from suspended_runs.storage.events import outbox as events
 from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 
@@ -45,28 +46,48 @@ async def expire_forever(
 
 async def expire_due(context: Context) -> int:
     """Decline every pending approval past its deadline; how many were declined here."""
-    policy, runs, now = context.policy, context.storage.runs, context.runtimes.claims.clock()
-    due: list[RunEntry] = []
-    for agent, timeout in policy.agent_timeouts.items():
-        due += await runs.claims.suspended_before(now - timeout, agent_ids=[agent], limit=_BATCH)
-    if policy.timeout is not None:
-        others = sorted(policy.agent_timeouts)
-        due += await runs.claims.suspended_before(
-            now - policy.timeout, exclude_agent_ids=others, limit=_BATCH
-        )
+    now = context.runtimes.claims.clock()
     declined = 0
-    for entry in due:
-        declined += await _decline_expired(context, entry)
+    for entry in await with_deadlines(context.storage, context.policy, before=now):
+        declined += await _decline_expired(context, entry, now)
     return declined
 
 
-async def _decline_expired(context: Context, entry: RunEntry) -> int:
-    timeout = context.policy.timeout_of(entry.agent_id)
-    assert timeout is not None
+async def with_deadlines(
+    storage: Storage, policy: DecisionPolicy, before: datetime, after: datetime | None = None
+) -> list[RunEntry]:
+    """SUSPENDED runs that may have a pending approval whose deadline is at or before
+    `before` (and after `after`): one ask per timeout a call may have, so that a batch
+    is never crowded by runs of a longer one."""
+    claims, found = storage.runs.claims, dict[str, RunEntry]()
+    for agents, timeout in policy.shortest_timeouts():
+        others = sorted(policy.agent_timeouts) if agents is None else None
+        entries = await claims.suspended_before(
+            before - timeout,
+            agent_ids=agents,
+            exclude_agent_ids=others if timeout == policy.timeout else None,
+            since=after - timeout if after is not None else None,
+            limit=_BATCH,
+        )
+        found.update((entry.run_id, entry) for entry in entries)
+    return list(found.values())
+
+
+def deadline_of(policy: DecisionPolicy, entry: RunEntry, call: ToolCall) -> datetime | None:
+    """When a pending approval expires; None: never, or not an approval."""
+    if not call.requires_approval or call.decision is not None:
+        return None
+    return policy.deadline(entry.agent_id, entry.suspended_at, call.tool_name)
+
+
+async def _decline_expired(context: Context, entry: RunEntry, now: datetime) -> int:
     declined = 0
     for call in entry.pending_calls():
-        if not call.requires_approval:
+        deadline = deadline_of(context.policy, entry, call)
+        if deadline is None or deadline > now:
             continue
+        timeout = context.policy.timeout_of(entry.agent_id, call.tool_name)
+        assert timeout is not None
         request = DecisionRequest(
             Action.DECLINE,
             entry.run_id,
@@ -78,6 +99,6 @@ async def _decline_expired(context: Context, entry: RunEntry) -> int:
         outcome = await decide(context, request)
         if isinstance(outcome, RunDecided):
             declined += 1
-            now = context.runtimes.claims.clock()
-            await context.storage.outbox.add([events.expired(outcome.run, call.tool_call_id, now)])
+            at = context.runtimes.claims.clock()
+            await context.storage.outbox.add([events.expired(outcome.run, call.tool_call_id, at)])
     return declined

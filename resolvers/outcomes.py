@@ -2,6 +2,7 @@
 
     Outcome
     ├── RunDecided            the decision is recorded; `run` is the run's next resting state
+    ├── ApprovalRecorded      an approval before a review policy's Nth: recorded, not applied
     ├── RunStarted            a run was started; `run` is where it came to rest
     ├── RunReleased           an operator put a STALLED (or in-doubt) run back to SUSPENDED
     ├── RunCancelled          an operator ended a run; its pending tools never run
@@ -20,6 +21,9 @@
         ├── ExecutorUnavailable   no runtime here can continue the run, or it certainly
         │                         did not receive the decision (the run was put back)
         ├── DecisionInProgress    a twin request under the same idempotency key still works
+        ├── StaleDecision         expectedArgsHash is not the call's argsHash now
+        ├── SelfApproval          a review policy forbids approving a run one started
+        ├── NotAReviewer          a review policy names other reviewers
         └── Forbidden             the caller's role does not allow it
 
 Outcomes are plain data, so an idempotency key can store one and answer it again.
@@ -37,6 +41,37 @@ from suspended_runs.storage import Decision, Document, RunEntry, RunStatus
 class RunDecided:
     run: RunEntry
     tool_call_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecorded:
+    run: RunEntry
+    tool_call_id: str
+    approvals_needed: int
+    """How many more distinct approvals continue the run."""
+
+
+@dataclass(frozen=True, slots=True)
+class StaleDecision:
+    run_id: str
+    tool_call_id: str
+    args_hash: str
+    """The call's argsHash now."""
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class SelfApproval:
+    run_id: str
+    tool_call_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class NotAReviewer:
+    run_id: str
+    tool_call_id: str
+    message: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +192,10 @@ DecisionOutcome = (
     | OutcomeUnknown
     | DecisionInProgress
     | Forbidden
+    | ApprovalRecorded
+    | StaleDecision
+    | SelfApproval
+    | NotAReviewer
 )
 
 StartOutcome = RunStarted | ExecutorUnavailable | Forbidden
@@ -181,6 +220,9 @@ APPLIED_NOTHING = (
     ExecutorUnavailable,
     Forbidden,
     DecisionInProgress,
+    StaleDecision,
+    SelfApproval,
+    NotAReviewer,
 )
 """Answers after which a retry under the same idempotency key may still succeed: they are
 not stored (ExecutorUnavailable means the decision certainly never reached the runtime)."""

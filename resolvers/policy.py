@@ -1,11 +1,14 @@
 """How this server treats decisions, from its settings: when pending approvals expire,
-and how many decisions one `decideToolCalls` may carry and continue at once."""
+who must approve what (resolvers/review_policies.py), and how many decisions one
+`decideToolCalls` may carry and continue at once."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+
+from suspended_runs.resolvers.review_policies import ReviewPolicies
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,11 +19,32 @@ class DecisionPolicy:
     """Per agent id, over `timeout`."""
     bulk_max: int = 100
     bulk_concurrency: int = 8
+    reviews: ReviewPolicies = field(default_factory=ReviewPolicies)
 
-    def timeout_of(self, agent_id: str) -> timedelta | None:
+    def timeout_of(self, agent_id: str, tool_name: str | None = None) -> timedelta | None:
+        """A review policy's decisionTimeoutSeconds, over DECISION_TIMEOUTS, over
+        DECISION_TIMEOUT_SECONDS."""
+        policy = self.reviews.match(agent_id, tool_name)
+        if policy is not None and policy.decision_timeout is not None:
+            return policy.decision_timeout
         return self.agent_timeouts.get(agent_id, self.timeout)
 
-    def deadline(self, agent_id: str, suspended_at: datetime | None) -> datetime | None:
+    def deadline(
+        self, agent_id: str, suspended_at: datetime | None, tool_name: str | None = None
+    ) -> datetime | None:
         """When an approval of `agent_id`'s run, pending since `suspended_at`, expires."""
-        timeout = self.timeout_of(agent_id)
+        timeout = self.timeout_of(agent_id, tool_name)
         return suspended_at + timeout if timeout is not None and suspended_at else None
+
+    def shortest_timeouts(self) -> list[tuple[list[str] | None, timedelta]]:
+        """(agent ids, or None for any, and the shortest timeout among them): what the
+        expiry asks for, so that no call's own deadline is missed."""
+        asked: list[tuple[list[str] | None, timedelta]] = []
+        for policy in self.reviews.policies:
+            if policy.decision_timeout is not None:
+                agents = None if policy.agent_id == "*" else [policy.agent_id]
+                asked.append((agents, policy.decision_timeout))
+        asked += [([agent], timeout) for agent, timeout in self.agent_timeouts.items()]
+        if self.timeout is not None:
+            asked.append((None, self.timeout))
+        return asked

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import strawberry
+from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
 from suspended_runs import resolvers, storage
@@ -24,6 +25,34 @@ Runtime = strawberry.enum(
 DecisionAction = strawberry.enum(
     storage.Action, name="DecisionAction", description="What was decided on a tool call."
 )
+
+
+@strawberry.type(description="An approval recorded before a review policy's quorum.")
+class Approval:
+    by: str
+    at: datetime
+
+
+async def _recorded(
+    info: strawberry.Info[resolvers.Context, Any], call: AgentRunToolCall
+) -> storage.CallApprovals | None:
+    """The approvals recorded of a pending call under a quorum (read once a request for all
+    the runs that ask); None without a quorum."""
+    policy = info.context.policy.reviews.match(call.agent_id, call.tool_name)
+    if policy is None or policy.approvals < 2 or call.decision is not None:
+        return None
+    loaders, approvals = info.context.loaders, info.context.storage.approvals
+    loader = loaders.get("approvals")
+    if loader is None:
+
+        async def load(run_ids: list[str]) -> list[dict[tuple[str, str], Any]]:
+            found = await approvals.of_runs(run_ids)
+            return [found for _ in run_ids]
+
+        loader = loaders["approvals"] = DataLoader(load_fn=load)
+    found = await loader.load(call.run.run_id)
+    recorded: storage.CallApprovals | None = found.get((call.run.run_id, call.tool_call_id))
+    return recorded
 
 
 @strawberry.type(description="A decision recorded on a tool call.")
@@ -64,15 +93,62 @@ class AgentRunToolCall:
     )
     agent_id: strawberry.Private[str]
     waiting_since: strawberry.Private[datetime | None]
+    run: strawberry.Private[storage.RunEntry]
 
     @strawberry.field(
-        description="When this pending approval is declined unless decided (the agent's "
-        "DECISION_TIMEOUTS, else DECISION_TIMEOUT_SECONDS); null: never, or not pending."
+        description="When this pending approval is declined unless decided (a review "
+        "policy's decisionTimeoutSeconds, else the agent's DECISION_TIMEOUTS, else "
+        "DECISION_TIMEOUT_SECONDS); null: never, or not pending."
     )
     def expires_at(self, info: strawberry.Info[resolvers.Context, Any]) -> datetime | None:
         if self.decision is not None or not self.requires_approval:
             return None
-        return info.context.policy.deadline(self.agent_id, self.waiting_since)
+        return info.context.policy.deadline(self.agent_id, self.waiting_since, self.tool_name)
+
+    @strawberry.field(
+        description="Lower-case hex SHA-256 of the arguments to approve (`editedArgs` when "
+        "set, else `args`) in RFC 8785 canonical JSON: send it as expectedArgsHash."
+    )
+    async def args_hash(self, info: strawberry.Info[resolvers.Context, Any]) -> str:
+        recorded = await _recorded(info, self)
+        return recorded.args_hash if recorded else storage.args_hash(self.args)
+
+    @strawberry.field(
+        description="Arguments an approver edited under a review policy's quorum: what the "
+        "next approvals approve and the tool runs with; null: the model's `args`."
+    )
+    async def edited_args(self, info: strawberry.Info[resolvers.Context, Any]) -> JSON | None:
+        recorded = await _recorded(info, self)
+        return recorded.args if recorded and recorded.edited else None
+
+    @strawberry.field(description="The approvals recorded so far of the arguments as they are.")
+    async def approvals(self, info: strawberry.Info[resolvers.Context, Any]) -> list[Approval]:
+        recorded = await _recorded(info, self)
+        counted = recorded.counted() if recorded else ()
+        return [Approval(by=a.by, at=a.at) for a in counted]
+
+    @strawberry.field(description="Distinct approvals a review policy asks (1 without one).")
+    def approvals_required(self, info: strawberry.Info[resolvers.Context, Any]) -> int:
+        policy = info.context.policy.reviews.match(self.agent_id, self.tool_name)
+        return policy.approvals if policy and self.requires_approval else 1
+
+    @strawberry.field(description="How many more approvals continue the run (0: decided).")
+    async def approvals_needed(self, info: strawberry.Info[resolvers.Context, Any]) -> int:
+        if self.decision is not None:
+            return 0
+        recorded = await _recorded(info, self)
+        counted = len(recorded.counted()) if recorded else 0
+        return max(self.approvals_required(info) - counted, 0)
+
+    @strawberry.field(
+        description="Who a review policy asks to decide this call, as written (subjects and "
+        "group:<name>), escalation included; empty: any approver in scope."
+    )
+    def assigned_to(self, info: strawberry.Info[resolvers.Context, Any]) -> list[str]:
+        policy = info.context.policy.reviews.match(self.agent_id, self.tool_name)
+        if policy is None or self.decision is not None:
+            return []
+        return policy.assigned_to(self.waiting_since, datetime.now(UTC))
 
     @classmethod
     def from_entry(cls, call: storage.ToolCall, entry: storage.RunEntry) -> AgentRunToolCall:
@@ -87,6 +163,7 @@ class AgentRunToolCall:
             waiting_since=entry.suspended_at
             if entry.status is storage.RunStatus.SUSPENDED
             else None,
+            run=entry,
         )
 
 
@@ -113,6 +190,11 @@ class AgentRun:
         description="What of its snapshot could not be read, each read as null (empty: "
         "none); `runs(filter: {hasProblems: true})` lists such runs."
     )
+    started_by: str | None = strawberry.field(
+        description="Who started the run (startRun's caller; a Mastra run's request context "
+        "at REVIEW_STARTER_CONTEXT_KEY); null: not known, and forbidSelfApproval cannot "
+        "apply to it."
+    )
 
     @classmethod
     def from_entry(cls, entry: storage.RunEntry) -> AgentRun:
@@ -133,4 +215,5 @@ class AgentRun:
             decided_at=entry.decided_at,
             decided_by=entry.decided_by,
             problems=list(entry.problems),
+            started_by=entry.started_by,
         )

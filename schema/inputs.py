@@ -10,6 +10,10 @@ from suspended_runs.schema.agent_run import DecisionAction
 _TOOL_CALL = "The pending call to decide; may be left out when the run has exactly one."
 _KEY = "Repeating a request with the same key returns the first answer again."
 _WAIT = "false: answer at once with the run RUNNING; it goes on in the background."
+_EXPECTED = (
+    "The call's argsHash as you saw it: when the call's arguments are no longer those, "
+    "nothing is applied (StaleDecision)."
+)
 _EDITED = (
     "Run the tool with these arguments instead of the model's, checked against the tool's "
     "parameters first (Python runs; a Mastra approval takes none)."
@@ -22,6 +26,7 @@ class ApproveToolCallInput:
     tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
     edited_args: JSON | None = strawberry.field(default=None, description=_EDITED)
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
+    expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)
     wait: bool = strawberry.field(default=True, description=_WAIT)
 
 
@@ -31,6 +36,7 @@ class DeclineToolCallInput:
     tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
     reason: str | None = strawberry.field(default=None, description="Told to the model.")
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
+    expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)
     wait: bool = strawberry.field(default=True, description=_WAIT)
 
 
@@ -40,6 +46,7 @@ class ResumeRunInput:
     resume_data: JSON = strawberry.field(description="The suspended tool's result.")
     tool_call_id: str | None = strawberry.field(default=None, description=_TOOL_CALL)
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
+    expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)
     wait: bool = strawberry.field(default=True, description=_WAIT)
 
 
@@ -74,3 +81,4 @@ class ToolCallDecisionInput:
     resume_data: JSON | None = strawberry.field(default=None, description="RESUME: the result.")
     edited_args: JSON | None = strawberry.field(default=None, description=_EDITED)
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
+    expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)

@@ -92,6 +92,7 @@ class Mutation:
                 resume_data=d.resume_data,
                 idempotency_key=d.idempotency_key,
                 edited_args=d.edited_args,
+                expected_args_hash=d.expected_args_hash,
             )
             for d in decisions
         ]
@@ -189,6 +190,7 @@ async def _decide(
         input.tool_call_id,
         idempotency_key=input.idempotency_key,
         wait=input.wait,
+        expected_args_hash=input.expected_args_hash,
         **details,
     )
     return from_outcome(await resolvers.decide(info.context, request))

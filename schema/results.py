@@ -28,6 +28,39 @@ class RunDecided:
     tool_call_id: str = strawberry.field(description="The call that was decided.")
 
 
+@strawberry.type(
+    description="An approval before a review policy's Nth: recorded, not applied; the run "
+    "still waits."
+)
+class ApprovalRecorded:
+    run: AgentRun
+    tool_call_id: str
+    approvals_needed: int = strawberry.field(
+        description="How many more distinct approvals continue the run."
+    )
+
+
+@strawberry.type(
+    description="expectedArgsHash is not the call's argsHash now: nothing was applied."
+)
+class StaleDecision(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+    args_hash: str = strawberry.field(description="The call's argsHash now.")
+
+
+@strawberry.type(description="A review policy forbids approving a run one started.")
+class SelfApproval(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+
+
+@strawberry.type(description="A review policy names other reviewers of this call.")
+class NotAReviewer(Problem):
+    run_id: strawberry.ID
+    tool_call_id: str
+
+
 @strawberry.type(description="The run started; `run` is where it came to rest.")
 class RunStarted:
     run: AgentRun
@@ -153,6 +186,10 @@ _MEMBERS: dict[str, type[Any]] = {
         Forbidden,
         OutcomeUnknown,
         DecisionInProgress,
+        ApprovalRecorded,
+        StaleDecision,
+        SelfApproval,
+        NotAReviewer,
         RunReleased,
         RunCancelled,
         WrongRunStatus,
@@ -187,6 +224,12 @@ def from_outcome(outcome: Any) -> Any:
     match outcome:
         case resolvers.RunDecided(run=run, tool_call_id=call_id):
             return RunDecided(run=AgentRun.from_entry(run), tool_call_id=call_id)
+        case resolvers.ApprovalRecorded(run=run):
+            return ApprovalRecorded(
+                run=AgentRun.from_entry(run),
+                tool_call_id=outcome.tool_call_id,
+                approvals_needed=outcome.approvals_needed,
+            )
         case resolvers.RunStarted(run=run):
             return RunStarted(run=AgentRun.from_entry(run))
         case resolvers.RunReleased(run=run):

@@ -54,6 +54,7 @@ from suspended_runs.server.persisted_queries import PersistedQueries, load_manif
 from suspended_runs.server.settings import Settings
 from suspended_runs.server.websocket import Connections
 from suspended_runs.storage import Runtime, Storage
+from suspended_runs.storage.snapshots.extraction import read_starters_from
 
 log = logging.getLogger(__name__)
 
@@ -295,6 +296,7 @@ async def _reload_keys(app: Starlette, settings: Settings) -> None:
 
 def _open_storage(settings: Settings, instance: str) -> Storage:
     assert settings.mongodb_uri is not None
+    read_starters_from(settings.review_starter_context_key)
     return Storage.open(
         settings.mongodb_uri,
         settings.mongodb_db,

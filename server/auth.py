@@ -72,6 +72,7 @@ class JwtConfig:
     subject_claim: str = "sub"
     role_claim: str = "role"
     scope_claim: str = DEFAULT_SCOPE_CLAIM
+    groups_claim: str = "groups"
     leeway: float = 30.0
     """Seconds of clock skew allowed on exp, nbf and iat."""
 
@@ -82,6 +83,7 @@ class ApiKey:
     digest: str
     role: Role | None
     scope: Scope
+    groups: frozenset[str] = frozenset()
 
 
 def new_api_key() -> tuple[str, str]:
@@ -99,6 +101,7 @@ def load_api_keys(path: Path) -> list[ApiKey]:
                 digest=str(entry["sha256"]).lower(),
                 role=_role(entry.get("role")),
                 scope=_entry_scope(entry),
+                groups=_groups(entry.get("groups", [])),
             )
             for entry in entries
         ]
@@ -172,7 +175,10 @@ class Authenticator:
             raise Unauthenticated("the API key is not valid")
         key_entry = found[0]
         return Principal(
-            subject=f"{KEY_SUBJECT}{key_entry.name}", role=key_entry.role, scope=key_entry.scope
+            subject=f"{KEY_SUBJECT}{key_entry.name}",
+            role=key_entry.role,
+            scope=key_entry.scope,
+            groups=key_entry.groups,
         )
 
     async def _by_jwt(self, token: str) -> Principal:
@@ -195,7 +201,12 @@ class Authenticator:
             scope = parse_scope(claims.get(config.scope_claim))
         except ValueError:
             raise Unauthenticated("the token's scope claim is malformed") from None
+        try:
+            groups = _groups(claims.get(config.groups_claim, []))
+        except TypeError:
+            raise Unauthenticated("the token's groups claim is malformed") from None
         return Principal(
+            groups=groups,
             subject=f"{TOKEN_SUBJECT}{claims[config.subject_claim]}",
             role=_role(claims.get(config.role_claim)),
             scope=scope,
@@ -266,6 +277,15 @@ def _role(value: Any) -> Role | None:
         return Role(value)
     except ValueError:
         return None  # authenticated, but may do nothing
+
+
+def _groups(value: Any) -> frozenset[str]:
+    """A list of group names (one name alone is taken as a list of one)."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise TypeError("groups are a list of names")
+    return frozenset(value)
 
 
 def parse_scope(value: Any) -> Scope:

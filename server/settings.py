@@ -17,6 +17,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from suspended_runs.resolvers import DecisionPolicy, RequestLimits
+from suspended_runs.resolvers.review_policies import ReviewPolicies
 from suspended_runs.runtime import ConfigurationError, MastraServers
 from suspended_runs.runtime.webhooks.addresses import OutboundRules
 from suspended_runs.runtime.webhooks.attempt import AttemptRules
@@ -169,6 +170,12 @@ class Settings(BaseSettings):
     jwt_scope_claim: str = Field(
         DEFAULT_SCOPE_CLAIM, description='Claim of the scope: "all" or {resourceIds, agentIds}.'
     )
+    jwt_groups_claim: str = Field("groups", description="Claim of the caller's groups.")
+    review_policies: str = Field("", description="JSON list of review policies.")
+    review_policies_file: Path | None = Field(None, description="A file of review policies.")
+    review_starter_context_key: str | None = Field(
+        None, description="Where a Mastra run's request context names who started it."
+    )
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -225,6 +232,18 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
+    def _review_policies(self) -> Settings:
+        policies = ReviewPolicies.load(self.review_policies, self.review_policies_file)
+        open_server = self.api_keys_file is None and self.jwt_config is None
+        needing = policies.needing_authentication
+        if open_server and needing:
+            raise ValueError(
+                f"{needing[0].name}: approvals over 1 or reviewers need authentication "
+                "(API_KEYS_FILE or a JWT key): on an open server anyone can claim any name"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _one_jwt_key(self) -> Settings:
         if sum(bool(k) for k in (self.jwt_secret, self.jwt_public_key, self.jwt_jwks_url)) > 1:
             raise ValueError(
@@ -268,6 +287,7 @@ class Settings(BaseSettings):
             subject_claim=self.jwt_subject_claim,
             role_claim=self.jwt_role_claim,
             scope_claim=self.jwt_scope_claim,
+            groups_claim=self.jwt_groups_claim,
             leeway=self.jwt_leeway_seconds,
         )
 
@@ -288,6 +308,8 @@ class Settings(BaseSettings):
             agent_timeouts={a: timedelta(seconds=s) for a, s in self.decision_timeouts.items()},
             bulk_max=self.bulk_decisions_max,
             bulk_concurrency=self.bulk_decisions_concurrency,
+            # Read again (not kept from validation): a copy with other policies reads its own.
+            reviews=ReviewPolicies.load(self.review_policies, self.review_policies_file),
         )
 
     @property
@@ -364,8 +386,9 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(part) for part in error['loc']).upper() or 'settings'}: {error['msg']}"
-            for error in exc.errors()
-        ]
+        problems = []
+        for error in exc.errors():
+            where = ".".join(str(part) for part in error["loc"]).upper()
+            message = error["msg"].removeprefix("Value error, ")
+            problems.append(f"{where}: {message}" if where else message)
         raise ConfigurationError("; ".join(problems)) from None

@@ -133,6 +133,7 @@ def _title(event: str) -> str:
         "run.stalled": "Stalled",
         "approval.expiring": "Approval expiring",
         "approval.expired": "Approval expired",
+        "approval.escalated": "Approval escalated",
     }.get(event, event)
 
 

@@ -40,7 +40,8 @@ function tell(key, run, said) {
 
 /** One decision on one pending call. `extra`: reason, resumeText, editedArgsText, field. */
 export async function decide(run, call, action, extra, key) {
-  const input = { runId: run.runId, toolCallId: call.toolCallId };
+  // The arguments as shown: a call whose arguments changed since is refused (StaleDecision).
+  const input = { runId: run.runId, toolCallId: call.toolCallId, expectedArgsHash: call.argsHash };
   if (action === "DECLINE") input.reason = extra.reason;
   for (const [text, name] of [[extra.resumeText, "resumeData"], [extra.editedArgsText, "editedArgs"]]) {
     if (text === undefined) continue;
@@ -147,7 +148,7 @@ export async function decideSelected(action, reason) {
 }
 
 function decisionInput(run, call, action, reason) {
-  const input = { runId: run.runId, toolCallId: call.toolCallId, action };
+  const input = { runId: run.runId, toolCallId: call.toolCallId, action, expectedArgsHash: call.argsHash };
   if (action === "DECLINE") input.reason = reason || null;
   const request = JSON.stringify(input);
   input.idempotencyKey = idempotencyKey(request);

@@ -83,6 +83,10 @@ const PROBLEMS = {
     `Nothing was applied: no runtime here can continue ${a.agentId ?? "this agent"}'s runs now (${a.message}). The run still waits; you can decide again later.`,
   Forbidden: (a) => `Your role may not do this (it needs ${a.neededRole ?? "another role"}).`,
   WrongRunStatus: (a) => `Nothing was done: the run is ${a.status} (${a.message}).`,
+  StaleDecision: () =>
+    "Nothing was done: the arguments changed since you saw them. Look at them again, then decide.",
+  SelfApproval: (a) => `Nothing was done: you started this run, and may not approve it (${a.message}).`,
+  NotAReviewer: (a) => `Nothing was done: you are not among its reviewers (${a.message}).`,
 };
 
 /** A decision's answer (approve, decline, resume) in words. */
@@ -91,6 +95,13 @@ export function describe(action, answer, toolName) {
   switch (answer.__typename) {
     case "RunDecided":
       return { tone: "ok", text: `${DONE[action] ?? "Decided"} ${name}. ${nextState(answer.run)}` };
+    case "ApprovalRecorded": {
+      const more = answer.approvalsNeeded;
+      return {
+        tone: "ok",
+        text: `Your approval of ${name} is recorded; ${more} more ${more === 1 ? "approval is" : "approvals are"} needed before it runs.`,
+      };
+    }
     case "AlreadyDecided": {
       const d = answer.decision;
       return {

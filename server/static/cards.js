@@ -117,11 +117,37 @@ function callItem(run, call, act) {
     call.toolCallId ? h("p", { class: "call-id" }, "call ", h("code", {}, call.toolCallId)) : null,
     h("p", { class: "label" }, approval ? "Arguments" : "It asks"),
     h("div", { class: "payload" }, renderJson(approval ? call.args : call.suspendPayload)),
+    !call.decision && call.editedArgs != null ? editedUnderReview(call.editedArgs) : null,
+    !call.decision && approval ? review(call) : null,
     call.decision ? decided(call.decision) : null,
     !call.decision && call.expiresAt ? expires(call.expiresAt) : null,
     !call.decision && deciding(run) && may("APPROVER") ? controls(run, call, id, act) : null,
     note(`${run.runId}/${call.toolCallId}`),
   );
+}
+
+/** Arguments an approver edited under a quorum: what the next approvals approve. */
+function editedUnderReview(args) {
+  return h(
+    "div",
+    { class: "edited" },
+    h("p", { class: "label" }, "Edited for approval (earlier approvals were void)"),
+    h("div", { class: "payload" }, renderJson(args)),
+  );
+}
+
+/** Who is asked to decide, and a quorum's progress: who approved, how many are still needed. */
+function review(call) {
+  const parts = [];
+  if (call.assignedTo?.length) parts.push(`Assigned to ${call.assignedTo.join(", ")}.`);
+  if ((call.approvalsRequired ?? 1) > 1) {
+    const by = (call.approvals ?? []).map((a) => a.by);
+    const who = by.length ? ` (approved by ${by.join(", ")})` : "";
+    parts.push(
+      `${by.length} of ${call.approvalsRequired} approvals${who}; ${call.approvalsNeeded} more needed.`,
+    );
+  }
+  return parts.length ? h("p", { class: "review" }, parts.join(" ")) : null;
 }
 
 function decided(decision) {

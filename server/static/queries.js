@@ -4,7 +4,8 @@ function runFields() {
   return `runId agentId runtime status threadId resourceId createdAt suspendedAt
     outcomeUnknown output error decidedAt decidedBy
     toolCalls { toolCallId toolName args requiresApproval suspendPayload
-      expiresAt decision { action decidedBy decidedAt reason } }`;
+      expiresAt argsHash editedArgs approvalsRequired approvalsNeeded assignedTo
+      approvals { by at } decision { action decidedBy decidedAt reason } }`;
 }
 
 const PAGE = (fields) => `total hasMore nextCursor runs { ${fields} }`;
@@ -48,6 +49,8 @@ function decisionResult() {
   const run = `run { ${runFields()} }`;
   return `__typename
     ... on RunDecided { toolCallId ${run} }
+    ... on ApprovalRecorded { toolCallId approvalsNeeded ${run} }
+    ... on StaleDecision { argsHash }
     ... on Problem { message }
     ... on RunNotSuspended { status }
     ... on AlreadyDecided { toolCallId decision { action decidedBy decidedAt } }

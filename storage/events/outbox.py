@@ -36,6 +36,7 @@ class EventType(StrEnum):
     RUN_STALLED = "run.stalled"
     APPROVAL_EXPIRING = "approval.expiring"
     APPROVAL_EXPIRED = "approval.expired"
+    APPROVAL_ESCALATED = "approval.escalated"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,14 @@ def expiring(run: RunEntry, at: datetime) -> RunEvent:
     """A pending approval expires soon: once per suspension."""
     moment = run.suspended_at.isoformat() if run.suspended_at else ""
     return RunEvent(EventType.APPROVAL_EXPIRING, run, f"expiring|{run.run_id}|{moment}", at)
+
+
+def escalated(run: RunEntry, tool_call_id: str | None, at: datetime) -> RunEvent:
+    """A pending approval waited past its review policy's escalateAfterSeconds: once per
+    suspension and call."""
+    moment = run.suspended_at.isoformat() if run.suspended_at else ""
+    key = f"escalated|{run.run_id}|{tool_call_id}|{moment}"
+    return RunEvent(EventType.APPROVAL_ESCALATED, run, key, at, tool_call_id)
 
 
 def expired(run: RunEntry, tool_call_id: str | None, at: datetime) -> RunEvent:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from suspended_runs.runtime.demo import EXECUTIONS
@@ -56,3 +57,22 @@ async def test_without_a_timeout_nothing_expires(gql) -> None:
     run = await start_run(gql, "file-cleaner")
     body = (await gql(EXPIRY, {"id": run["runId"]}))["data"]["agentRun"]
     assert body["toolCalls"][0]["expiresAt"] is None
+
+
+async def test_a_review_policys_timeout_wins_over_the_agents_and_the_default(
+    settings, start_app
+) -> None:
+    policy = {"agentId": "file-cleaner", "toolName": "delete_file", "decisionTimeoutSeconds": 1}
+    rules = {
+        "decision_timeout_seconds": 600.0,
+        "decision_timeouts": {"file-cleaner": 600},
+        "review_policies": json.dumps([policy]),
+    }
+    gql = make_gql(await start_app(settings.model_copy(update=rules)))
+    run = await start_run(gql, "file-cleaner", "delete /tmp/policy")
+    shown = (await gql(EXPIRY, {"id": run["runId"]}))["data"]["agentRun"]
+    expires = datetime.fromisoformat(shown["toolCalls"][0]["expiresAt"])
+    assert (expires - datetime.fromisoformat(shown["suspendedAt"])).total_seconds() == 1.0
+    await eventually(lambda: has_status(gql, run["runId"], "COMPLETED"), within=5)
+    decision = (await gql(EXPIRY, {"id": run["runId"]}))["data"]["agentRun"]["toolCalls"][0]
+    assert decision["decision"]["reason"] == "expired after 1 s"

@@ -93,6 +93,13 @@ UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
         ({"API_KEYS_FILE": "/nonexistent/keys.json"}, (), "API_KEYS_FILE"),
         ({"API_KEYS_FILE": "{malformed}"}, (), "API_KEYS_FILE"),
         ({"MONGODB_URI": UNREACHABLE}, (), "MONGODB_URI"),
+        ({"REVIEW_POLICIES": '[{"aprovals": 2}]'}, (), "REVIEW_POLICIES[0].aprovals"),
+        ({"REVIEW_POLICIES": '[{"approvals": 0}]'}, (), "REVIEW_POLICIES[0].approvals"),
+        ({"REVIEW_POLICIES": "[{"}, (), "REVIEW_POLICIES: not JSON"),
+        ({"REVIEW_POLICIES_FILE": "/nonexistent/policies.json"}, (), "REVIEW_POLICIES_FILE"),
+        # A quorum (or reviewers) on a server without authentication: anyone is anyone.
+        ({"REVIEW_POLICIES": '[{"approvals": 2}]'}, (), "need authentication"),
+        ({"REVIEW_POLICIES": '[{"reviewers": ["key:a"]}]'}, (), "need authentication"),
         (
             {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
             (),

@@ -138,7 +138,8 @@ def inbox(
     request: pytest.FixtureRequest, browser: Browser, mongo_uri: str, keys_file: Path
 ) -> Iterator[Inbox]:
     """`{"trusted": True}` as the parameter: a server of trusted documents, whose
-    manifest holds only the test's own START (the page's operations are always allowed)."""
+    manifest holds only the test's own START (the page's operations are always allowed);
+    `{"policies": [...]}`: a server with these review policies."""
     name = f"inbox_{uuid.uuid4().hex[:10]}"
     client: MongoClient[Any] = MongoClient(mongo_uri, tz_aware=True)
     settings = Settings(
@@ -150,6 +151,8 @@ def inbox(
         manifest.write_text(json.dumps({**MANIFEST, "operations": [operation]}))
         update = {"persisted_queries_only": True, "persisted_queries_file": manifest}
         settings = settings.model_copy(update=update)
+    if policies := getattr(request, "param", {}).get("policies"):
+        settings = settings.model_copy(update={"review_policies": json.dumps(policies)})
     try:
         with ThreadedServer(settings) as url:
             inbox = Inbox(url, client[name], browser)
@@ -372,6 +375,35 @@ def _edited_approval(inbox: Inbox, page: Page, run_id: str) -> None:
         "Approved delete_file. The run completed: delete_file: deleted /tmp/other.txt"
     )
     expect(other).to_have_count(0)
+
+
+QUORUM = {"agentId": "file-cleaner", "approvals": 2, "reviewers": ["key:alice", "key:bob"]}
+
+
+@pytest.mark.parametrize("inbox", [{"policies": [QUORUM]}], indirect=True)
+def test_a_quorum_shows_its_progress_and_a_stale_page_applies_nothing(inbox: Inbox) -> None:
+    run = inbox.start("file-cleaner", "please delete /tmp/seen.txt")
+    page = inbox.open("bob", auto_refresh=False, live=False)
+    shown = card(page, run["runId"])
+    expect(shown.locator(".review")).to_have_text(
+        "Assigned to key:alice, key:bob. 0 of 2 approvals; 2 more needed."
+    )
+    edit = """mutation($input: ApproveToolCallInput!) { approveToolCall(input: $input) {
+      ... on ApprovalRecorded { approvalsNeeded } } }"""
+    edited = {"runId": run["runId"], "editedArgs": {"path": "/tmp/edited.txt"}}
+    assert inbox.gql(edit, {"input": edited})["approveToolCall"] == {"approvalsNeeded": 1}
+    shown.get_by_role("button", name="Approve", exact=True).click()  # what it saw is stale
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Nothing was done: the arguments changed since you saw them."
+    )
+    expect(shown.locator(".edited")).to_contain_text('"/tmp/edited.txt"')  # looked again
+    expect(shown.locator(".review")).to_contain_text(
+        "1 of 2 approvals (approved by key:alice); 1 more needed."
+    )
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Approved delete_file. The run completed: delete_file: deleted /tmp/edited.txt"
+    )
 
 
 def test_decline_with_a_reason_and_resume_with_checked_json(inbox: Inbox) -> None:

@@ -1,0 +1,114 @@
+"""A decision under review: the call's argsHash, then its review policy, if one matches.
+
+What the approver saw: `expectedArgsHash`, when given, must be the call's argsHash now, or
+nothing is applied (StaleDecision). Then the first policy (resolvers/review_policies.py)
+that matches the run's agent and the call's tool: only its reviewers decide; with
+`forbidSelfApproval` the run's starter does not approve; with `approvals` over 1, each
+approval before the Nth is recorded (storage/approvals.py) and answered
+ApprovalRecorded, and the Nth continues the run through the same claim as any decision.
+`resumeRun` is outside policies (an operator's action).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.outcomes import (
+    ApprovalRecorded,
+    DecisionOutcome,
+    NotAReviewer,
+    SelfApproval,
+    StaleDecision,
+)
+from suspended_runs.resolvers.review_policies import ReviewPolicy
+from suspended_runs.storage import Action, RunEntry, ToolCall
+from suspended_runs.storage.approvals import Approval, CallApprovals
+from suspended_runs.storage.index.entry import args_hash
+
+
+@dataclass(frozen=True, slots=True)
+class Proceed:
+    """Apply the decision; with a quorum's edited arguments when there are some."""
+
+    edited_args: Any = None
+
+
+async def review(
+    context: Context,
+    entry: RunEntry,
+    call: ToolCall,
+    action: Action,
+    expected_args_hash: str | None,
+    edited_args: Any,
+    now: datetime,
+) -> DecisionOutcome | Proceed | None:
+    """What becomes of this decision; None when another approval or edit changed the
+    call's approvals meanwhile (look again)."""
+    policy = context.policy.reviews.match(entry.agent_id, call.tool_name)
+    quorum = policy is not None and policy.approvals > 1 and action is Action.APPROVE
+    call_id = call.tool_call_id or ""
+    recorded = await context.storage.approvals.get(entry.run_id, call_id) if quorum else None
+    current = recorded.args_hash if recorded else args_hash(call.args)
+    if expected_args_hash is not None and expected_args_hash.lower() != current:
+        message = f"the arguments of {call_id} changed since they were seen: look again"
+        return StaleDecision(entry.run_id, call_id, current, message)
+    if policy is None or action is Action.RESUME:
+        return Proceed()
+    refused = _refusal(context, policy, entry, call_id, action, now)
+    if refused is not None or not quorum:
+        return refused or Proceed()
+    return await _count(context, policy, entry, call, recorded, edited_args, now)
+
+
+def _refusal(
+    context: Context,
+    policy: ReviewPolicy,
+    entry: RunEntry,
+    call_id: str,
+    action: Action,
+    now: datetime,
+) -> DecisionOutcome | None:
+    principal = context.principal
+    if not policy.allows(principal.subject, principal.groups, entry.suspended_at, now):
+        names = ", ".join(policy.assigned_to(entry.suspended_at, now))
+        message = f"{policy.name} names the reviewers of {call_id}: {names}"
+        return NotAReviewer(entry.run_id, call_id, message)
+    starter = entry.started_by
+    if action is Action.APPROVE and policy.forbid_self_approval and starter == principal.subject:
+        message = f"{policy.name}: whoever started run {entry.run_id} may not approve it"
+        return SelfApproval(entry.run_id, call_id, message)
+    return None
+
+
+async def _count(
+    context: Context,
+    policy: ReviewPolicy,
+    entry: RunEntry,
+    call: ToolCall,
+    recorded: CallApprovals | None,
+    edited_args: Any,
+    now: datetime,
+) -> DecisionOutcome | Proceed | None:
+    """Record this approval; Proceed when it is the Nth."""
+    approvals, call_id = context.storage.approvals, call.tool_call_id or ""
+    subject, model_hash = context.principal.subject, args_hash(call.args)
+    current = recorded.args_hash if recorded else model_hash
+    if edited_args is not None and args_hash(edited_args) != current:
+        # New arguments: what was approved before was of others, and is void.
+        edit = Approval(subject, now, args_hash(edited_args))
+        if not await approvals.replace_args(entry.run_id, call_id, recorded, edited_args, edit):
+            return None
+        counted = 1
+        after: CallApprovals | None = None
+    else:
+        after = await approvals.add(
+            entry.run_id, call_id, Approval(subject, now, current), model_hash
+        )
+        counted = len(after.counted())
+    await context.storage.runs.shown_changed()
+    if counted < policy.approvals:
+        return ApprovalRecorded(entry, call_id, policy.approvals - counted)
+    return Proceed(after.args if after is not None and after.edited else None)

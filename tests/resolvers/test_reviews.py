@@ -1,0 +1,250 @@
+"""Review policies on the real server (resolvers/reviews.py): quorum, four eyes, reviewers
+and groups, escalation, and decisions bound to the arguments seen (argsHash)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from suspended_runs.runtime.demo import EXECUTIONS
+from suspended_runs.server import Settings
+from suspended_runs.server.auth import new_api_key
+from tests.builders import SECRET_SETTING, bearer, token
+from tests.helpers import APPROVE, DECLINE, Gql, act, make_gql, running_app
+from tests.helpers import start_run as start
+from tests.webhook_receiver import Receiver
+
+PEOPLE = ["starter", "alice", "bob", "carol", "mallory"] + [f"p{i}" for i in range(20)]
+FOUR_EYES = {
+    "agentId": "file-cleaner",
+    "toolName": "delete_file",
+    "approvals": 2,
+    "reviewers": ["key:starter", "key:alice", "key:bob", "group:ops"],
+    "forbidSelfApproval": True,
+}
+CALL = """query($id: ID!) { agentRun(runId: $id) { status startedBy toolCalls {
+  toolCallId args argsHash editedArgs approvalsRequired approvalsNeeded assignedTo
+  approvals { by } decision { action decidedBy editedArgs } } } }"""
+RECORDED = "... on ApprovalRecorded { approvalsNeeded toolCallId run { status } }"
+STALE = "... on StaleDecision { argsHash }"
+APPROVE_ALL = APPROVE.replace("__typename", f"__typename {RECORDED} {STALE}", 1)
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """API keys: `starter` an admin, the others approvers; p0..p19 in the group ops."""
+    entries, keys = [], {}
+    for name in PEOPLE:
+        key, digest = new_api_key()
+        keys[name] = key
+        role = "admin" if name == "starter" else "approver"
+        groups = ["ops"] if name.startswith("p") else []
+        entries.append(
+            {"name": name, "sha256": digest, "role": role, "scope": "all", "groups": groups}
+        )
+    path = tmp_path / "keys.json"
+    path.write_text(json.dumps(entries))
+    return path, keys
+
+
+@pytest.fixture
+def reviewed(settings: Settings, keys: tuple[Path, dict[str, str]]) -> Callable[..., Any]:
+    """An app with these review policies; a client per person, by name."""
+
+    @asynccontextmanager
+    async def app(*policies: dict[str, Any], **extra: Any) -> AsyncIterator[dict[str, Gql]]:
+        rules = settings.model_copy(
+            update={"api_keys_file": keys[0], "review_policies": json.dumps(policies), **extra}
+        )
+        async with running_app(rules) as client:
+            who = people(client, keys[1])
+            who["anyone"] = lambda headers: make_gql(client, headers)  # type: ignore[assignment,return-value]
+            yield who
+
+    return app
+
+
+def people(client: httpx.AsyncClient, keys: dict[str, str]) -> dict[str, Gql]:
+    return {name: make_gql(client, {"x-api-key": key}) for name, key in keys.items()}
+
+
+async def call_of(gql: Gql, run_id: str) -> dict[str, Any]:
+    body = await gql(CALL, {"id": run_id})
+    run = body["data"]["agentRun"]
+    return {**run["toolCalls"][0], "status": run["status"], "startedBy": run["startedBy"]}
+
+
+async def test_two_approvals_one_person_counted_once_and_no_self_approval(
+    reviewed: Callable[..., Any],
+) -> None:
+    async with reviewed(FOUR_EYES) as who:
+        run = await start(who["starter"], "file-cleaner")
+        run_id, before = run["runId"], len(EXECUTIONS)
+        call = await call_of(who["starter"], run_id)
+        assert call["startedBy"] == "key:starter"
+        assert (call["approvalsRequired"], call["approvalsNeeded"]) == (2, 2)
+        assert call["assignedTo"] == FOUR_EYES["reviewers"]
+
+        async def approve(name: str) -> dict[str, Any]:
+            return await act(who[name], APPROVE_ALL, runId=run_id)
+
+        assert (await approve("starter"))["__typename"] == "SelfApproval"
+        refused = await approve("mallory")
+        assert refused["__typename"] == "NotAReviewer" and "key:alice" in refused["message"]
+        first = await approve("alice")
+        assert first["__typename"] == "ApprovalRecorded"
+        assert (first["approvalsNeeded"], first["run"]["status"]) == (1, "SUSPENDED")
+        assert (await approve("alice"))["approvalsNeeded"] == 1  # the same person: once
+        call = await call_of(who["bob"], run_id)
+        assert [a["by"] for a in call["approvals"]] == ["key:alice"]
+        assert call["approvalsNeeded"] == 1 and EXECUTIONS[before:] == []
+        last = await approve("bob")
+        assert last["__typename"] == "RunDecided" and last["run"]["status"] == "COMPLETED"
+        assert EXECUTIONS[before:] == [("delete_file", {"path": "/tmp/a.txt"})]
+
+
+async def test_twenty_concurrent_last_approvals_continue_the_run_once(
+    reviewed: Callable[..., Any],
+) -> None:
+    async with reviewed(FOUR_EYES) as who:
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        before = len(EXECUTIONS)
+        await act(who["alice"], APPROVE_ALL, runId=run_id)
+        answers = await asyncio.gather(
+            *(act(who[f"p{i}"], APPROVE_ALL, runId=run_id) for i in range(20))
+        )
+        kinds = Counter(answer["__typename"] for answer in answers)
+    assert kinds == {"RunDecided": 1, "RunNotSuspended": 19}
+    assert EXECUTIONS[before:] == [("delete_file", {"path": "/tmp/a.txt"})]
+
+
+async def test_recorded_approvals_survive_a_reconcile_and_a_restart(
+    settings: Settings, keys: tuple[Path, dict[str, str]]
+) -> None:
+    rules = settings.model_copy(
+        update={"api_keys_file": keys[0], "review_policies": json.dumps([FOUR_EYES])}
+    )
+    async with running_app(rules) as client:
+        who = people(client, keys[1])
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        await act(who["alice"], APPROVE_ALL, runId=run_id)
+        rebuilt = await who["starter"]("mutation { reconcileRuns { __typename } }")
+        assert rebuilt["data"]["reconcileRuns"]["__typename"] == "RunsReconciled"
+        assert (await call_of(who["bob"], run_id))["approvalsNeeded"] == 1
+    async with running_app(rules) as client:  # the app stopped and started again
+        who = people(client, keys[1])
+        call = await call_of(who["bob"], run_id)
+        assert [a["by"] for a in call["approvals"]] == ["key:alice"]
+        assert (await act(who["bob"], APPROVE_ALL, runId=run_id))["__typename"] == "RunDecided"
+
+
+async def test_an_edit_under_a_quorum_voids_earlier_approvals_and_stale_hashes(
+    reviewed: Callable[..., Any],
+) -> None:
+    async with reviewed(FOUR_EYES) as who:
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        seen = (await call_of(who["alice"], run_id))["argsHash"]
+        before = len(EXECUTIONS)
+        await act(who["alice"], APPROVE_ALL, runId=run_id, expectedArgsHash=seen)
+        edited = {"path": "/tmp/b.txt"}
+        by_bob = await act(
+            who["bob"], APPROVE_ALL, runId=run_id, editedArgs=edited, expectedArgsHash=seen
+        )
+        assert by_bob["__typename"] == "ApprovalRecorded" and by_bob["approvalsNeeded"] == 1
+        call = await call_of(who["alice"], run_id)
+        assert call["editedArgs"] == edited and call["args"] == {"path": "/tmp/a.txt"}
+        assert call["argsHash"] != seen
+        assert [a["by"] for a in call["approvals"]] == ["key:bob"]  # alice's is void
+        stale = await act(who["alice"], APPROVE_ALL, runId=run_id, expectedArgsHash=seen)
+        assert stale == {
+            "__typename": "StaleDecision",
+            "message": stale["message"],
+            "argsHash": call["argsHash"],
+        }
+        done = await act(who["alice"], APPROVE_ALL, runId=run_id, expectedArgsHash=call["argsHash"])
+        assert done["__typename"] == "RunDecided"
+        assert EXECUTIONS[before:] == [("delete_file", edited)]
+        decision = (await call_of(who["alice"], run_id))["decision"]
+        assert decision == {"action": "APPROVE", "decidedBy": "key:alice", "editedArgs": edited}
+
+
+async def test_a_stale_expected_args_hash_applies_nothing(gql: Gql) -> None:
+    run = await start(gql, "file-cleaner")
+    call = await call_of(gql, run["runId"])
+    canonical = b'{"path":"/tmp/a.txt"}'  # RFC 8785, by hand
+    assert call["argsHash"] == hashlib.sha256(canonical).hexdigest()
+    stale = await act(gql, APPROVE_ALL, runId=run["runId"], expectedArgsHash="0" * 64)
+    assert stale["__typename"] == "StaleDecision" and stale["argsHash"] == call["argsHash"]
+    assert (await call_of(gql, run["runId"]))["status"] == "SUSPENDED"
+    declined = await act(gql, DECLINE, runId=run["runId"], expectedArgsHash=call["argsHash"])
+    assert declined["__typename"] == "RunDecided"
+
+
+async def test_escalation_adds_reviewers_and_is_announced(reviewed: Callable[..., Any]) -> None:
+    policy = {
+        "agentId": "file-cleaner",
+        "reviewers": ["key:alice"],
+        "escalateAfterSeconds": 1,
+        "escalateTo": ["key:carol"],
+    }
+    with Receiver() as receiver:
+        async with reviewed(policy) as who:
+            made = await who["starter"](
+                """mutation($input: CreateWebhookInput!) { createWebhook(input: $input) {
+                ... on WebhookCreated { secret } } }""",
+                {"input": {"url": receiver.url, "events": ["APPROVAL_ESCALATED"]}},
+            )
+            secret = made["data"]["createWebhook"]["secret"]
+            run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+            early = await act(who["carol"], APPROVE_ALL, runId=run_id)
+            assert early["__typename"] == "NotAReviewer"
+            for _ in range(100):
+                if receiver.received:
+                    break
+                await asyncio.sleep(0.1)
+            call = await call_of(who["carol"], run_id)
+            assert call["assignedTo"] == ["key:alice", "key:carol"]
+            late = await act(who["carol"], APPROVE_ALL, runId=run_id)
+            assert late["__typename"] == "RunDecided"
+    [event] = receiver.events(secret)
+    assert event["type"] == "approval.escalated"
+    assert event["data"]["run"]["runId"] == run_id
+
+
+async def test_a_group_in_a_token_makes_a_reviewer(reviewed: Callable[..., Any]) -> None:
+    policy = {"agentId": "file-cleaner", "reviewers": ["group:ops"]}
+    async with reviewed(policy, jwt_secret=SECRET_SETTING) as who:
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        claims = {"role": "approver", "suspended_runs_scope": "all"}
+        stranger = who["anyone"](bearer(token(sub="dave", **claims)))
+        member = who["anyone"](bearer(token(sub="erin", groups=["ops"], **claims)))
+        assert (await act(stranger, APPROVE_ALL, runId=run_id))["__typename"] == "NotAReviewer"
+        assert (await act(member, APPROVE_ALL, runId=run_id))["__typename"] == "RunDecided"
+
+
+async def test_bulk_decisions_and_idempotency_keys_follow_the_policy(
+    reviewed: Callable[..., Any],
+) -> None:
+    bulk = f"""mutation($d: [ToolCallDecisionInput!]!) {{ decideToolCalls(decisions: $d) {{
+      __typename {RECORDED} ... on Problem {{ message }} }} }}"""
+    async with reviewed(FOUR_EYES) as who:
+        runs = [(await start(who["starter"], "file-cleaner"))["runId"] for _ in range(2)]
+        decisions = [{"runId": run_id, "action": "APPROVE"} for run_id in runs]
+        by_mallory = (await who["mallory"](bulk, {"d": decisions}))["data"]["decideToolCalls"]
+        assert [d["__typename"] for d in by_mallory] == ["NotAReviewer"] * 2
+        by_alice = (await who["alice"](bulk, {"d": decisions}))["data"]["decideToolCalls"]
+        assert [d["approvalsNeeded"] for d in by_alice] == [1, 1]
+        once = {"runId": runs[0], "idempotencyKey": "bob-1"}
+        first = await act(who["bob"], APPROVE_ALL, **once)
+        again = await act(who["bob"], APPROVE_ALL, **once)
+        assert first["__typename"] == again["__typename"] == "RunDecided"
+        assert again["run"]["status"] == "COMPLETED"
