@@ -72,6 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     key.add_argument(
         "--all", action="store_true", help="the key sees every run (without it or ids: none)"
     )
+    key.add_argument("--groups", help="comma-separated: its groups (review policies' group:<name>)")
     return parser
 
 
@@ -283,6 +284,8 @@ def _new_api_key(args: argparse.Namespace) -> int:
         entry["scope"] = "all"
     else:  # scopes fail closed: a key with neither list sees no run
         entry |= {"resourceIds": ids(args.resource_ids), "agentIds": ids(args.agent_ids)}
+    if args.groups:
+        entry["groups"] = ids(args.groups)
     print(f"key (shown once; send it as X-API-Key): {key}")
     print(f"entry for API_KEYS_FILE: {json.dumps(entry)}")
     return 0
