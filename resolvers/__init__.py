@@ -18,6 +18,7 @@ from suspended_runs.resolvers.audit import (
 from suspended_runs.resolvers.budget import CostLimit, RequestBudget, RequestLimits
 from suspended_runs.resolvers.bulk import decide_many
 from suspended_runs.resolvers.context import Context
+from suspended_runs.resolvers.conversation import not_continuable_reason, run_messages
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
 from suspended_runs.resolvers.errors import (
     PUBLIC_CODES,
@@ -128,11 +129,13 @@ __all__ = [
     "decision_log",
     "expire_forever",
     "follower_status",
+    "not_continuable_reason",
     "paging_from_arguments",
     "reconcile",
     "record_cursor",
     "release_run",
     "require",
+    "run_messages",
     "runs",
     "start_run",
     "suspended_runs",

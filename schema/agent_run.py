@@ -10,6 +10,7 @@ from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
 from suspended_runs import resolvers, storage
+from suspended_runs.schema.conversation import RunMessage
 
 RunStatus = strawberry.enum(
     storage.RunStatus,
@@ -190,6 +191,30 @@ class AgentRun:
         description="What of its snapshot could not be read, each read as null (empty: "
         "none); `runs(filter: {hasProblems: true})` lists such runs."
     )
+    entry: strawberry.Private[storage.RunEntry]
+
+    @strawberry.field(
+        description="The run's last messages, oldest first (at most 100), as its snapshot "
+        "keeps them: why the agent asks. Empty once the snapshot is gone (a finished run). "
+        "Each run that selects it costs one snapshot read, a row of MAX_ROWS_PER_REQUEST."
+    )
+    async def messages(
+        self, info: strawberry.Info[resolvers.Context, Any], last: int = 20
+    ) -> list[RunMessage]:
+        found = await resolvers.run_messages(info.context, self.entry, last)
+        return [RunMessage.from_stored(message) for message in found]
+
+    @strawberry.field(
+        description="Whether a runtime here can continue the run: false, and a client "
+        "offers no decision (notContinuableReason says why)."
+    )
+    def continuable(self, info: strawberry.Info[resolvers.Context, Any]) -> bool:
+        return resolvers.not_continuable_reason(info.context, self.entry) is None
+
+    @strawberry.field(description="Why no runtime here can continue the run; null: one can.")
+    def not_continuable_reason(self, info: strawberry.Info[resolvers.Context, Any]) -> str | None:
+        return resolvers.not_continuable_reason(info.context, self.entry)
+
     started_by: str | None = strawberry.field(
         description="Who started the run (startRun's caller; a Mastra run's request context "
         "at REVIEW_STARTER_CONTEXT_KEY); null: not known, and forbidSelfApproval cannot "
@@ -216,4 +241,5 @@ class AgentRun:
             decided_by=entry.decided_by,
             problems=list(entry.problems),
             started_by=entry.started_by,
+            entry=entry,
         )

@@ -14,8 +14,10 @@ from suspended_runs.storage.events.deliveries import DeliveryStore
 from suspended_runs.storage.events.outbox import EventOutbox
 from suspended_runs.storage.events.webhooks import WebhookStore
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
+from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
+from suspended_runs.storage.snapshots.messages import RunMessage, read_messages
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.types import (
     APPROVALS_COLLECTION,
@@ -104,6 +106,10 @@ class Storage:
         await self.outbox.ensure_indexes()
         await self.deliveries.ensure_indexes()
         await self.approvals.ensure_indexes()
+
+    async def messages(self, entry: RunEntry, last: int) -> list[RunMessage]:
+        """A run's last `last` messages, as its snapshot keeps them (storage/snapshots)."""
+        return await read_messages(self.db[SNAPSHOTS_COLLECTION], entry, last)
 
     async def ping(self) -> bool:
         await self.db.command("ping")
