@@ -19,6 +19,7 @@ from suspended_runs.resolvers.budget import CostLimit, RequestBudget, RequestLim
 from suspended_runs.resolvers.bulk import decide_many
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.conversation import not_continuable_reason, run_messages
+from suspended_runs.resolvers.decision_stats import DecisionStats, DecisionTimes, decision_stats
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
 from suspended_runs.resolvers.errors import (
     PUBLIC_CODES,
@@ -91,6 +92,8 @@ __all__ = [
     "DecisionOutcome",
     "DecisionPolicy",
     "DecisionRequest",
+    "DecisionStats",
+    "DecisionTimes",
     "ExecutorUnavailable",
     "FollowerStatus",
     "Forbidden",
@@ -127,6 +130,7 @@ __all__ = [
     "decide",
     "decide_many",
     "decision_log",
+    "decision_stats",
     "expire_forever",
     "follower_status",
     "not_continuable_reason",

@@ -46,12 +46,13 @@ from suspended_runs.runtime import (
     OutcomeUncertain,
     ResumeDataRejected,
 )
-from suspended_runs.runtime.metrics import DECISIONS
+from suspended_runs.runtime.metrics import DECISIONS, TIME_TO_DECISION
 from suspended_runs.storage import (
     Action,
     AuditRecord,
     Decision,
     RunEntry,
+    RunFacts,
     RunStatus,
     ToolCall,
     database_fault,
@@ -173,7 +174,7 @@ async def _apply(
         return _in_doubt(entry, "the database failed as the decision was recorded", exc)
     decided = replace(decided, version=entry.version + 1)
     try:
-        record_id = await _audit(context, request, now, call_id, _APPLIED)
+        record_id = await _audit_applied(context, request, entry, call, now)
         await runtime.record_decision(decided)
     except Exception as exc:
         if not database_fault(exc):
@@ -190,6 +191,23 @@ async def _apply(
         return RunDecided(claimed, call_id)
     # Shielded: a client that hangs up does not stop a continuation half-way.
     return await asyncio.shield(_carry_on(context, continuation, record_id))
+
+
+async def _audit_applied(
+    context: Context, request: DecisionRequest, entry: RunEntry, call: ToolCall, now: datetime
+) -> Any:
+    """The applied decision's audit record, with what decisionStats times it by."""
+    facts = RunFacts(
+        entry.agent_id,
+        call.tool_name,
+        entry.thread_id,
+        entry.resource_id,
+        entry.created_at,
+        entry.suspended_at,
+    )
+    if entry.suspended_at is not None:
+        TIME_TO_DECISION.observe(max((now - entry.suspended_at).total_seconds(), 0.0))
+    return await _audit(context, request, now, call.tool_call_id, _APPLIED, facts)
 
 
 def _decision(context: Context, request: DecisionRequest, now: datetime) -> Decision:
@@ -254,7 +272,12 @@ async def _read_or_none(work: Awaitable[T]) -> T | None:
 
 
 async def _audit(
-    context: Context, request: DecisionRequest, at: datetime, call_id: str | None, outcome: str
+    context: Context,
+    request: DecisionRequest,
+    at: datetime,
+    call_id: str | None,
+    outcome: str,
+    run: RunFacts | None = None,
 ) -> Any:
     return await context.storage.decisions.record(
         AuditRecord(
@@ -268,6 +291,7 @@ async def _audit(
             resume_data=request.resume_data,
             idempotency_key=request.idempotency_key,
             edited_args=request.edited_args,
+            run=run,
         )
     )
 

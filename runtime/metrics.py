@@ -39,6 +39,12 @@ DECISIONS = Counter(
     ["outcome"],
     registry=REGISTRY,
 )
+TIME_TO_DECISION = Histogram(
+    "suspended_runs_time_to_decision_seconds",
+    "From a run's suspension to a decision applied on it here (under a quorum, the Nth approval).",
+    buckets=(10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 86_400, 3 * 86_400, 7 * 86_400),
+    registry=REGISTRY,
+)
 MASTRA_SECONDS = Histogram(
     "suspended_runs_mastra_call_seconds",
     "Seconds of a decision sent to a Mastra server, its event stream read to the end.",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import strawberry
@@ -11,6 +12,7 @@ from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField
 from suspended_runs import resolvers
 from suspended_runs.schema.agent import Agent, DecisionRecord
 from suspended_runs.schema.agent_run import AgentRun
+from suspended_runs.schema.decision_stats import DecisionStats
 from suspended_runs.schema.filters import RunsFilter, SuspendedRunsFilter
 from suspended_runs.schema.follower import SyncStatus
 from suspended_runs.schema.page import RunsPage, SuspendedRunsPage
@@ -76,6 +78,27 @@ class Query:
             with_total=selects(info.selected_fields[0].selections, "total"),
         )
         return RunsPage.from_page(result)
+
+    @strawberry.field(
+        description="Decisions applied between decidedFrom and decidedTo (unset: all kept, "
+        "up to now) on runs the filter and the caller's scope hold (the filter's states are "
+        "not asked), by action, with median and p90 seconds from suspension to decision, "
+        "by agent and by tool."
+    )
+    async def decision_stats(
+        self,
+        info: ContextInfo,
+        filter: RunsFilter | None = None,
+        decided_from: datetime | None = None,
+        decided_to: datetime | None = None,
+    ) -> DecisionStats:
+        stats = await resolvers.decision_stats(
+            info.context,
+            (filter or RunsFilter()).to_run_filter(),
+            decided_from or datetime(1970, 1, 1, tzinfo=UTC),
+            decided_to or datetime.now(UTC),
+        )
+        return DecisionStats.from_stats(stats)
 
     @strawberry.field(description="One run by id, in any state; null when unknown.")
     async def agent_run(self, info: ContextInfo, run_id: strawberry.ID) -> AgentRun | None:

@@ -43,7 +43,7 @@ class Subscription:
         run_filter = (filter or SuspendedRunsFilter()).to_run_filter()
         with_total = selects(info.selected_fields[0].selections, "total")
         # A feed is evaluated with its first subscriber's context: the key holds all that
-        # changes an answer (the operation, its variables, the role and the scope).
+        # changes an answer (the operation, its variables, the role, the scope, the groups).
         resolvers.require(context.principal, resolvers.Role.VIEWER)
         principal = context.principal
         key = (
@@ -51,11 +51,12 @@ class Subscription:
             json.dumps(info.variable_values, sort_keys=True, default=str),
             principal.role,
             principal.scope,
+            principal.groups,
         )
 
         async def evaluate() -> SuspendedRunsPage:
             budget = resolvers.RequestBudget(context.budget.limits)
-            fresh = dataclasses.replace(context, budget=budget, shared={})
+            fresh = dataclasses.replace(context, budget=budget, shared={}, loaders={})
             page = await resolvers.suspended_runs(fresh, run_filter, paging, with_total=with_total)
             return SuspendedRunsPage.from_page(page)
 

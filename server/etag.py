@@ -170,6 +170,7 @@ def _caller(principal: Principal | None) -> list[object]:
         principal.authenticated,
         None if resources is None else sorted(resources),
         None if agents is None else sorted(agents),
+        sorted(principal.groups),  # what review policies assign a caller by (assignedTo)
     ]
 
 

@@ -4,7 +4,7 @@ Imports nothing of the other layers.
 """
 
 from suspended_runs.storage.approvals import Approval, CallApprovals
-from suspended_runs.storage.audit.decision_log import AuditRecord, DecisionLog, KeyUse
+from suspended_runs.storage.audit.decision_log import AuditRecord, DecisionLog, KeyUse, RunFacts
 from suspended_runs.storage.database import Storage, connect
 from suspended_runs.storage.errors import (
     InvalidCursor,
@@ -74,6 +74,7 @@ __all__ = [
     "PythonSnapshots",
     "ReconcileReport",
     "RunEntry",
+    "RunFacts",
     "RunFilter",
     "RunIndex",
     "RunStatus",

@@ -21,8 +21,32 @@ from pymongo.errors import DuplicateKeyError
 
 from suspended_runs.storage.types import Document
 
+APPLIED_OUTCOMES = ["Applied", "RunDecided", "OutcomeUnknown"]
+"""The outcomes of a record whose decision was applied (or may have been)."""
 _PENDING = "pending"
 _ANSWERED = "answered"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """The run a decision was about, as decisionStats filters and times it."""
+
+    agent_id: str
+    tool_name: str | None
+    thread_id: str | None
+    resource_id: str | None
+    created_at: datetime
+    suspended_at: datetime | None
+
+    def to_document(self) -> Document:
+        return {
+            "agentId": self.agent_id,
+            "toolName": self.tool_name,
+            "threadId": self.thread_id,
+            "resourceId": self.resource_id,
+            "runCreatedAt": self.created_at,
+            "suspendedAt": self.suspended_at,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +66,8 @@ class AuditRecord:
     """Where the run came to rest after this decision, once known."""
     record_id: Any = None
     """The record's `_id` once stored: its paging cursor."""
+    run: RunFacts | None = None
+    """What the run was when decided: for decisionStats (its scope, filter and times)."""
 
     def to_document(self) -> Document:
         return {
@@ -56,6 +82,7 @@ class AuditRecord:
             "idempotencyKey": self.idempotency_key,
             "editedArgs": self.edited_args,
             "runStatus": self.run_status,
+            **(self.run.to_document() if self.run else {}),
         }
 
     @classmethod
@@ -99,6 +126,7 @@ class DecisionLog:
     async def ensure_indexes(self) -> None:
         await self.records.create_index([("runId", ASCENDING), ("at", ASCENDING)])
         await self.records.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
+        await self.records.create_index([("at", ASCENDING)])  # decisionStats' window
         await self.keys.create_index([("expiresAt", ASCENDING)], expireAfterSeconds=0)
 
     async def record(self, record: AuditRecord) -> Any:
@@ -129,6 +157,19 @@ class DecisionLog:
             if len(found) == limit:
                 break
         return found
+
+    async def applied_between(
+        self, query: Document, decided_from: datetime, decided_to: datetime, limit: int
+    ) -> list[Document]:
+        """The records of decisions applied in [decided_from, decided_to] that also match
+        `query`: their action, who, reason and times (what decisionStats counts)."""
+        window: Document = {"at": {"$gte": decided_from, "$lte": decided_to}}
+        applied = {"outcome": {"$in": APPLIED_OUTCOMES}}
+        fields = ["action", "by", "reason", "at", "suspendedAt", "agentId", "toolName"]
+        cursor = self.records.find(
+            {**window, **applied, **query}, dict.fromkeys(fields, 1), limit=limit
+        )
+        return [doc async for doc in cursor]
 
     async def take_key(
         self, key: str, request_hash: str, now: datetime, lease: timedelta

@@ -54,6 +54,20 @@ OTHERS: dict[str, tuple[str, Any]] = {
         None,
     ),
     "webhooks": ("{ webhooks { id url } }", None),
+    # Counted within the scope (tests/resolvers/test_decision_stats.py): tenant-b's are none.
+    "decisionStats": (
+        '{ decisionStats(filter: {resourceId: "tenant-b"}) { approved declined resumed '
+        "expired times { decisions } } }",
+        {
+            "decisionStats": {
+                "approved": 0,
+                "declined": 0,
+                "resumed": 0,
+                "expired": 0,
+                "times": {"decisions": 0},
+            }
+        },
+    ),
     "webhookDeliveries": (
         '{ webhookDeliveries(webhookId: "wh_x") { deliveries { runId } } }',
         None,
