@@ -24,6 +24,8 @@ from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 log = logging.getLogger(__name__)
 
 _KEYS_KEPT = 10_000
+_RELAY_SLACK = timedelta(minutes=1)
+"""Between this clock and the database's, which stamps `changedAt`."""
 _ESCALATION_BATCH = 1000
 _ESCALATION_LOOKBACK = timedelta(hours=1)
 """How far back a first beat (a start, a new leader) looks for escalations it missed."""
@@ -42,6 +44,8 @@ class Announcer:
         """Whether this instance sweeps now."""
         self.policy = policy
         self.expiring = expiring
+        self._relayed_since: datetime | None = None
+        """Entries changed since then are looked at for events left in them (None: all)."""
         self._escalated_until: dict[str, datetime] = {}
         """Per policy, the suspensions looked at for escalation: each beat looks at those
         that crossed its escalateAfterSeconds since."""
@@ -61,8 +65,11 @@ class Announcer:
     async def announce_due(self, now: datetime) -> int:
         """Write the events due now; how many were new here."""
         if not self.leading() or not await self.storage.outbox.active():
+            self._relayed_since = None  # a leader again looks at every entry once
             return 0
-        relayed = await self.storage.runs.claims.relay_unannounced()
+        relayed, whole = await self.storage.runs.claims.relay_unannounced(self._relayed_since)
+        if whole:
+            self._relayed_since = now - _RELAY_SLACK
         due = [
             events.stalled(entry, now)
             for entry in await self.storage.runs.claims.claimed()

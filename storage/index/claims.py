@@ -166,19 +166,26 @@ class ClaimWrites(IndexWriter):
         await self._announce(after.run_id, held)
         return True
 
-    async def relay_unannounced(self, limit: int = 100) -> int:
+    async def relay_unannounced(
+        self, changed_since: datetime | None, limit: int = 100
+    ) -> tuple[int, bool]:
         """Move to the outbox the events a process wrote with its change but died (or lost
-        the database) before moving; how many were new there."""
+        the database) before moving: of the entries changed since `changed_since` (a
+        change stamps `changedAt`, whose index serves this), or of all (None: a scan, as a
+        new leader makes once). How many were new there, and whether all were seen."""
         if self.outbox is None:
-            return 0
-        query = {UNANNOUNCED + "._id": {"$exists": True}}
+            return 0, True
+        query: Document = {UNANNOUNCED + "._id": {"$exists": True}}
+        if changed_since is not None:
+            query = {"changedAt": {"$gte": changed_since}, **query}
         cursor = self.collection.find(query, {"runId": 1, UNANNOUNCED: 1}, limit=limit)
-        moved = 0
+        moved = seen = 0
         async for doc in cursor:
+            seen += 1
             held = doc.get(UNANNOUNCED)
             if isinstance(held, list):
                 moved += await self._move(doc.get("runId"), held)
-        return moved
+        return moved, seen < limit
 
     async def _hold(self, update: Document, happened: list[RunEvent]) -> list[Document]:
         """Put the change's events in its own update, so they are written with it or not

@@ -86,7 +86,6 @@ class RunIndex:
         await self.collection.create_index([("snapshotId", ASCENDING)])
         # Counts: what was written since (an insert leaves it out, and costs no entry here).
         await self.collection.create_index([("changedAt", ASCENDING)], sparse=True)
-        await self.collection.create_index([("unannounced._id", ASCENDING)], sparse=True)
         for keys in RUN_INDEXES:
             await self.collection.create_index(keys)
         if _OLD_TTL_INDEX in await self.collection.index_information():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pymongo.errors import AutoReconnect
@@ -325,8 +325,11 @@ async def test_an_event_travels_with_its_change_and_is_relayed_if_its_move_faile
     assert await index.get("r-1") is not None  # the entry reads as ever
 
     monkeypatch.setattr(outbox, "add_documents", real_add)
-    assert await index.claims.relay_unannounced() == 1
-    assert await index.claims.relay_unannounced() == 0
+    later = datetime.now(UTC) + timedelta(hours=1)
+    assert await index.claims.relay_unannounced(later) == (0, True)  # changed before that
+    earlier = datetime.now(UTC) - timedelta(minutes=1)
+    assert await index.claims.relay_unannounced(earlier) == (1, True)
+    assert await index.claims.relay_unannounced(None) == (0, True)
     moved = await db[EVENTS_COLLECTION].find_one({})
     assert moved["type"] == "run.suspended" and moved["runId"] == "r-1"
     assert (await db[RUNS_COLLECTION].find_one({"runId": "r-1"}))["unannounced"] == []
@@ -344,4 +347,4 @@ async def test_a_change_that_loses_its_race_leaves_no_event(index: RunIndex, db)
     assert await index.claims.apply_decision(seen, b, None) is False
     decided = [e async for e in db[EVENTS_COLLECTION].find({"type": "toolcall.decided"})]
     assert [e["run"]["toolCalls"][0]["decision"]["by"] for e in decided] == ["a"]
-    assert await index.claims.relay_unannounced() == 0
+    assert await index.claims.relay_unannounced(None) == (0, True)
