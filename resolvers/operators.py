@@ -26,7 +26,7 @@ from suspended_runs.resolvers.outcomes import (
     kind,
 )
 from suspended_runs.runtime import NotApplied, OutcomeUncertain
-from suspended_runs.storage import AuditRecord, RunEntry, RunStatus
+from suspended_runs.storage import AuditRecord, Outcome, RunEntry, RunStatus
 
 _CANCEL_ATTEMPTS = 3
 
@@ -99,6 +99,11 @@ async def _cancel(
     except OutcomeUncertain as exc:
         current = await context.storage.runs.get(seen.run_id)
         return OutcomeUnknown(current or claimed, f"{exc}: the cancellation may be under way")
+    if after.status is RunStatus.CANCELLED:  # who and why, on the run itself
+        at = claims.clock()
+        after = replace(
+            after, decided_by=context.actor, decided_at=at, outcome=Outcome(error=reason)
+        )
     await claims.settle(after)
     return RunCancelled(replace(after, version=claimed.version + 1))
 

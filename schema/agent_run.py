@@ -180,7 +180,9 @@ class AgentRun:
     suspended_at: datetime | None
     tool_calls: list[AgentRunToolCall]
     output: JSON | None = strawberry.field(description="What a COMPLETED run returned.")
-    error: str | None = strawberry.field(description="Why a FAILED run failed.")
+    error: str | None = strawberry.field(
+        description="Why a FAILED run failed, or why a CANCELLED run was cancelled."
+    )
     outcome_unknown: bool = strawberry.field(
         description="A decision on this run may or may not have been applied (its answer was "
         "lost): no other decision is forwarded until its snapshot shows where it went."

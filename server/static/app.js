@@ -10,6 +10,8 @@ import { readFilters, variables, writeFilters } from "./filters.js";
 import { clearCards, renderList, showAgents } from "./list.js";
 import { VIEWER, runQuery, runsQuery, waitingQuery } from "./queries.js";
 import { may, state } from "./state.js";
+import { wireKeys } from "./keys.js";
+import { loadTimes } from "./times.js";
 import { VIEWS, runFromPath, viewFromHash } from "./views.js";
 
 const POLL_MS = 4000;
@@ -101,6 +103,9 @@ function setView(name, { focus = true } = {}) {
     else link.removeAttribute("aria-current");
   }
   $("#runs-heading").textContent = view.title;
+  const times = name === "times";
+  $("#times").hidden = !times;
+  for (const part of ["#runs", "nav.pager"]) $(part).hidden = times;
   $("#view-note").textContent = view.note;
   $("#summary").textContent = "";
   updateBulk();
@@ -142,6 +147,7 @@ async function load() {
   if (!signedIn) return;
   const mine = ++sequence;
   try {
+    if (state.view === "times") return await timesLoaded(mine);
     const data = state.view === "run" ? await oneRun() : (await api.query(listQuery(), variables())).data;
     if (mine !== sequence) return;
     loadedAt = Date.now();
@@ -153,6 +159,14 @@ async function load() {
   tick();
 }
 
+async function timesLoaded(mine) {
+  await loadTimes(variables().filter);
+  if (mine !== sequence) return;
+  loadedAt = Date.now();
+  problem("");
+  tick();
+}
+
 function listQuery() {
   return state.view === "waiting" ? waitingQuery() : runsQuery();
 }
@@ -160,7 +174,7 @@ function listQuery() {
 /** The run `/runs/<runId>` names, as a list of one. */
 async function oneRun() {
   const { data } = await api.query(runQuery(), { id: runFromPath() });
-  const runs = data.run ? [data.run] : [];
+  const runs = data.run ? [{ ...data.run, timeline: data.timeline ?? [] }] : [];
   return { agents: data.agents, list: { total: runs.length, hasMore: false, nextCursor: null, runs } };
 }
 
@@ -335,6 +349,7 @@ function wire() {
 
 actions.connect({ refresh, render: rerender, log, signIn: askCredentials });
 wire();
+wireKeys();
 writeFilters();
 setInterval(tick, 1000);
 whoami();

@@ -4,6 +4,7 @@
 import { ago, pastTense, until } from "./answers.js";
 import { h, idFor } from "./dom.js";
 import { pretty, renderJson } from "./json.js";
+import { conversation, timeline } from "./run_page.js";
 import { may, state } from "./state.js";
 
 /**
@@ -18,6 +19,8 @@ export function runCard(run, act) {
     header(run, id, act),
     h("ol", { class: "calls", "aria-label": "Tool calls" }, run.toolCalls.map((call) => callItem(run, call, act))),
     state.view === "recent" || state.view === "run" ? outcome(run) : null,
+    state.view === "run" ? conversation(run) : null,
+    state.view === "run" ? timeline(run) : null,
     state.view === "operator" || (state.view === "run" && needsOperator(run)) ? operatorActions(run, id, act) : null,
     note(run.runId),
   );
@@ -74,6 +77,7 @@ function header(run, id, act) {
 }
 
 function statusWords(run) {
+  if (run.status === "CANCELLED" && run.decidedBy) return `CANCELLED by ${run.decidedBy}`;
   return run.status === "RUNNING" && run.outcomeUnknown ? "RUNNING · outcome unknown" : run.status;
 }
 
@@ -112,7 +116,9 @@ function callItem(run, call, act) {
       { id: `${id}-title` },
       h("span", { class: "tool" }, call.toolName ?? "unnamed tool"),
       " ",
-      h("span", { class: "kind" }, approval ? "needs approval" : "waits for data"),
+      call.decision
+        ? h("span", { class: `badge decision decision-${call.decision.action.toLowerCase()}` }, decisionWords(call.decision))
+        : h("span", { class: "kind" }, approval ? "needs approval" : "waits for data"),
     ),
     call.toolCallId ? h("p", { class: "call-id" }, "call ", h("code", {}, call.toolCallId)) : null,
     h("p", { class: "label" }, approval ? "Arguments" : "It asks"),
@@ -121,7 +127,7 @@ function callItem(run, call, act) {
     !call.decision && approval ? review(call) : null,
     call.decision ? decided(call.decision) : null,
     !call.decision && call.expiresAt ? expires(call.expiresAt) : null,
-    !call.decision && deciding(run) && may("APPROVER") ? controls(run, call, id, act) : null,
+    !call.decision && deciding(run) && may("APPROVER") ? decisionOrWhyNot(run, call, id, act) : null,
     note(`${run.runId}/${call.toolCallId}`),
   );
 }
@@ -148,6 +154,19 @@ function review(call) {
     );
   }
   return parts.length ? h("p", { class: "review" }, parts.join(" ")) : null;
+}
+
+/** "DECLINED by key:alice": what became of a call, on the call itself. */
+function decisionWords(decision) {
+  return `${pastTense(decision.action).toUpperCase()} by ${decision.decidedBy}`;
+}
+
+/** The decision controls; none where no runtime here can continue the run, and why. */
+function decisionOrWhyNot(run, call, id, act) {
+  if (run.continuable === false) {
+    return h("p", { class: "not-continuable" }, `No decision can be made here: ${run.notContinuableReason}.`);
+  }
+  return controls(run, call, id, act);
 }
 
 function decided(decision) {
@@ -263,7 +282,10 @@ function outcome(run) {
   }
   if (run.status === "FAILED") return h("p", { class: "outcome failed" }, `Failed: ${run.error ?? "no reason given"}`);
   if (run.status === "ENDED") return h("p", { class: "outcome" }, "It left the suspended state elsewhere (on its Mastra server).");
-  if (run.status === "CANCELLED") return h("p", { class: "outcome" }, "An operator cancelled it.");
+  if (run.status === "CANCELLED") {
+    const who = run.decidedBy ?? "an operator";
+    return h("p", { class: "outcome" }, `Cancelled by ${who}: ${run.error ?? "no reason given"}.`);
+  }
   return null;
 }
 

@@ -7,7 +7,8 @@ import { h } from "./dom.js";
 const INLINE = 72; // a value whose JSON is at most this long is shown on one line
 const FOLD = 360; // a nested value longer than this is folded
 const FOLD_TOP = 2400; // and so is a whole value longer than this
-const LONG_STRING = 140;
+const LONG_STRING = 2000; // a string longer than this shows its start, and the rest on demand
+const STRING_START = 600;
 
 export function renderJson(value, depth = 0) {
   if (value === null || typeof value !== "object") return scalar(value);
@@ -22,7 +23,7 @@ export function renderJson(value, depth = 0) {
       h("dd", {}, renderJson(member, depth + 1)),
     ]),
   );
-  if (compact.length <= (depth === 0 ? FOLD_TOP : FOLD)) return list;
+  if (shownLength(value) <= (depth === 0 ? FOLD_TOP : FOLD)) return list;
   const what = Array.isArray(value) ? `${members.length} items` : `${members.length} keys`;
   return h(
     "details",
@@ -33,16 +34,34 @@ export function renderJson(value, depth = 0) {
 }
 
 function scalar(value) {
-  if (typeof value === "string" && value.length > LONG_STRING) {
-    return h(
-      "details",
-      { class: "json-fold" },
-      h("summary", {}, `${JSON.stringify(value.slice(0, 60))}… ${value.length} characters`),
-      h("pre", { class: "json json-string" }, value),
-    );
+  if (typeof value === "string" && value.length > LONG_STRING) return longString(value);
+  if (typeof value === "string" && value.length > INLINE) {
+    return h("pre", { class: "json json-string" }, value); // a question is read whole
   }
   const type = value === null ? "null" : typeof value;
   return h("code", { class: `json json-${type}` }, JSON.stringify(value) ?? "undefined");
+}
+
+/** How long a value shows: a long string counts as its start (the rest is on demand). */
+function shownLength(value) {
+  const shown = (key, member) =>
+    typeof member === "string" && member.length > LONG_STRING ? member.slice(0, STRING_START) : member;
+  return JSON.stringify(value, shown).length;
+}
+
+/** A long text: its start is shown, and says how much more there is ("Show all"). */
+function longString(value) {
+  return h(
+    "div",
+    { class: "json-long" },
+    h("pre", { class: "json json-string" }, `${value.slice(0, STRING_START)}…`),
+    h(
+      "details",
+      { class: "json-fold" },
+      h("summary", {}, `Show all ${value.length} characters`),
+      h("pre", { class: "json json-string" }, value),
+    ),
+  );
 }
 
 /** The value as pretty JSON, for a text area the user edits. */

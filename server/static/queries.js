@@ -2,7 +2,7 @@
 
 function runFields() {
   return `runId agentId runtime status threadId resourceId createdAt suspendedAt
-    outcomeUnknown output error decidedAt decidedBy
+    outcomeUnknown output error decidedAt decidedBy startedBy continuable notContinuableReason
     toolCalls { toolCallId toolName args requiresApproval suspendPayload
       expiresAt argsHash editedArgs approvalsRequired approvalsNeeded assignedTo
       approvals { by at } decision { action decidedBy decidedAt reason } }`;
@@ -33,13 +33,24 @@ export function liveQuery() {
 }`;
 }
 
-/** One run, for the page at /runs/<runId> (where webhooks link). */
+/** One run, for the page at /runs/<runId> (where webhooks link): with its conversation
+ * and its timeline (the decision log). */
 export function runQuery() {
   return `query Run($id: ID!) {
   agents { id runtime suspendedRuns }
-  run: agentRun(runId: $id) { ${runFields()} }
+  run: agentRun(runId: $id) { ${runFields()} messages(last: 50) { role text toolCalls { toolName args } } }
+  timeline: decisionLog(runId: $id) { action decidedBy decidedAt reason outcome editedArgs }
 }`;
 }
+
+export const DECISION_TIMES = `query DecisionTimes($filter: RunsFilter) {
+  stats: decisionStats(filter: $filter) {
+    approved declined resumed expired
+    times { key decisions medianSeconds p90Seconds }
+    byAgent { key decisions medianSeconds p90Seconds }
+    byTool { key decisions medianSeconds p90Seconds }
+  }
+}`;
 
 export const RUN_DECISIONS = `query RunDecisions($id: ID!) {
   agentRun(runId: $id) { status toolCalls { toolCallId toolName decision { action decidedBy decidedAt } } }
@@ -101,6 +112,7 @@ export function everyOperation() {
     runQuery(),
     liveQuery(),
     RUN_DECISIONS,
+    DECISION_TIMES,
     ...Object.keys(MUTATIONS).map(decisionMutation),
     decideManyMutation(),
     operatorMutation("RELEASE"),

@@ -18,6 +18,11 @@ export const VIEWS = {
     empty: "No finished run.",
     statuses: ["COMPLETED", "FAILED", "CANCELLED", "ENDED"],
   },
+  times: {
+    title: "Decision times",
+    note: "How long people took from a run's suspension to their decision, for the runs the filters and your credentials hold (median and p90).",
+    empty: "",
+  },
   run: {
     title: "One run",
     note: "The run a link (a webhook's) names, in whatever state it is.",

@@ -226,22 +226,18 @@ def test_runs_across_agents_are_listed_filtered_and_paged(inbox: Inbox, tmp_path
     )
     expect(mastra.locator(".age")).to_have_text(re.compile(r"suspended \d+ (h|days?) ago"))
     expect(mastra.locator(".payload")).to_have_text('{"path":"/tmp/b.txt"}')
-    mastra.get_by_role("button", name="Approve", exact=True).click()  # no Mastra server here
-    expect(mastra.locator(".note-warn")).to_contain_text(
-        "Nothing was applied: no runtime here can continue approver's runs now"
+    # No Mastra server here: no decision is offered on it, and the card says why.
+    expect(mastra.get_by_role("button", name="Approve", exact=True)).to_have_count(0)
+    expect(mastra.locator(".not-continuable")).to_contain_text(
+        "No decision can be made here: no Mastra server is configured for agent 'approver'"
     )
-    expect(mastra.locator(".note-warn")).to_contain_text("The run still waits")
     python = card(page, cleaner["runId"])
     expect(python.locator("h3")).to_have_text("file-cleaner Python")
     expect(python.locator(".age")).to_have_text(re.compile(r"suspended (just now|\d+ s ago)"))
     expect(card(page, asker["runId"]).locator(".payload")).to_have_text(
         '{"question":"Where shall we meet?"}'
     )
-    folded = page.locator("details.json-fold", has_text="305 characters")
-    expect(folded).to_have_count(1)
-    expect(folded.locator("pre")).to_be_hidden()
-    folded.locator("summary").click()
-    expect(folded.locator("pre")).to_have_text(long_path)
+    expect(page.locator("pre.json-string", has_text=long_path)).to_be_visible()  # whole
     _filters_narrow_the_list(page, summary)
     _pages_follow_the_keyset(page)
     card(page, cleaner["runId"]).get_by_role("button", name="Approve", exact=True).click()
@@ -344,8 +340,14 @@ def test_a_runs_own_address_opens_the_inbox_on_it_as_webhooks_link(inbox: Inbox)
     page = inbox.open("alice", path=f"/runs/{run['runId']}")
     expect(page.locator("#runs-heading")).to_have_text("One run")
     expect(page.locator("article[data-run]")).to_have_count(1)
+    talk = card(page, run["runId"]).locator(".conversation .message")
+    expect(talk.filter(has_text="User")).to_contain_text("please delete /tmp/linked.txt")
+    expect(talk.last).to_contain_text('Calls delete_file with {"path":"/tmp/linked.txt"}')
     card(page, run["runId"]).get_by_role("button", name="Approve", exact=True).click()
     expect(card(page, run["runId"]).locator(".badge.state")).to_have_text("COMPLETED")
+    expect(card(page, run["runId"]).locator(".timeline .event")).to_have_text(
+        [re.compile(r"^key:alice approved, (just now|\d+ s ago)$")]
+    )
     missing = inbox.open("alice", path="/runs/no-such-run")
     expect(missing.locator("#empty")).to_have_text(
         "No such run, or not one these credentials may see."
@@ -443,6 +445,17 @@ def test_decline_with_a_reason_and_resume_with_checked_json(inbox: Inbox) -> Non
     )
     expect(page.locator("article.run")).to_have_count(0)
     expect(page.locator("#empty")).to_have_text("Nothing waits for a decision.")
+    _a_declined_call_says_so(page, doomed["runId"])
+
+
+def _a_declined_call_says_so(page: Page, run_id: str) -> None:
+    """On a COMPLETED card in Recent: DECLINED, by whom and why, not "needs approval"."""
+    page.get_by_role("link", name="Recent").click()
+    expect(card(page, run_id).locator(".call .badge.decision")).to_have_text("DECLINED by key:bob")
+    expect(card(page, run_id).locator(".call .kind")).to_have_count(0)
+    expect(card(page, run_id).locator(".decided")).to_contain_text(
+        "Declined by key:bob (reason: not that file)"
+    )
 
 
 def test_two_pages_decide_the_same_call_and_the_second_hears_who_was_first(
@@ -564,12 +577,16 @@ def test_stalled_runs_are_released_or_cancelled_by_an_operator(inbox: Inbox) -> 
     stalled.get_by_role("button", name="Release").click()
     expect(answers(alice).locator("li").first).to_contain_text("Released: the run waits")
     expect(stalled).to_have_count(0)
-    card(alice, cancelled["runId"]).get_by_role("button", name="Cancel run").click()
+    to_cancel = card(alice, cancelled["runId"])
+    to_cancel.get_by_label("Reason (kept in the audit log)").fill("a duplicate")
+    to_cancel.get_by_role("button", name="Cancel run").click()
     expect(answers(alice).locator("li").first).to_contain_text("Cancelled: its pending tools")
     alice.get_by_role("link", name="Waiting for a decision").click()
     expect(card(alice, released["runId"])).to_have_count(1)  # decidable again
     alice.get_by_role("link", name="Recent").click()
-    expect(card(alice, cancelled["runId"]).locator(".badge.state")).to_have_text("CANCELLED")
+    gone = card(alice, cancelled["runId"])  # who cancelled it, and why
+    expect(gone.locator(".badge.state")).to_have_text("CANCELLED by key:alice")
+    expect(gone.locator(".outcome")).to_have_text("Cancelled by key:alice: a duplicate.")
 
 
 def test_the_list_is_pushed_where_the_websocket_opens(inbox: Inbox) -> None:
@@ -703,3 +720,60 @@ def test_invisible_characters_in_arguments_are_shown_not_rendered(inbox: Inbox) 
     expect(marks).to_have_text(["\\u202e", "\\u200b"])
     assert "\u202e" not in args.inner_text() and "\u200b" not in args.inner_text()
     expect(marks.first).to_have_attribute("title", "an invisible character, U+202E")
+
+
+def test_a_very_long_text_shows_its_start_and_the_rest_on_demand(inbox: Inbox) -> None:
+    longest = "/tmp/" + "y" * 2500
+    run = inbox.start("file-cleaner", f"delete {longest}")
+    page = inbox.open("alice")
+    shown = card(page, run["runId"])
+    expect(shown.locator(".json-long > pre")).to_have_text(longest[:600] + "…")
+    folded = shown.locator("details.json-fold", has_text="Show all 2505 characters")
+    expect(folded.locator("pre")).to_be_hidden()
+    folded.locator("summary").click()
+    expect(folded.locator("pre")).to_have_text(longest)
+
+
+def test_the_keyboard_moves_between_runs_approves_and_declines(inbox: Inbox) -> None:
+    first, second, third = (
+        inbox.start("file-cleaner", f"please delete /tmp/key-{n}.txt") for n in "abc"
+    )
+    page = inbox.open("alice")
+    expect(page.locator("article.run")).to_have_count(3)
+    page.locator("body").press("j")  # the newest first
+    expect(card(page, third["runId"]).locator("h3")).to_be_focused()
+    page.keyboard.press("j")
+    expect(card(page, second["runId"]).locator("h3")).to_be_focused()
+    page.keyboard.press("k")
+    expect(card(page, third["runId"]).locator("h3")).to_be_focused()
+    page.keyboard.press("a")
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Approved delete_file. The run completed: delete_file: deleted /tmp/key-c.txt"
+    )
+    expect(card(page, second["runId"]).locator("h3")).to_be_focused()  # the next run
+    page.keyboard.press("d")
+    expect(answers(page).locator("li").first).to_contain_text("Declined delete_file.")
+    expect(page.locator("article.run")).to_have_count(1)
+    page.keyboard.press("/")
+    expect(page.get_by_label("Resource")).to_be_focused()
+    page.keyboard.type("a")  # typed into the field: not a decision
+    expect(card(page, first["runId"])).to_have_count(1)
+
+
+def test_decision_times_are_shown_by_agent_and_tool(inbox: Inbox) -> None:
+    decide = """mutation($input: DeclineToolCallInput!) { declineToolCall(input: $input) {
+      __typename } }"""
+    for n in range(2):
+        run = inbox.start("file-cleaner", f"please delete /tmp/timed-{n}.txt")
+        inbox.gql(decide, {"input": {"runId": run["runId"]}})
+    page = inbox.open("alice")
+    page.get_by_role("link", name="Decision times").click()
+    expect(page.locator("#runs-heading")).to_have_text("Decision times")
+    expect(page.locator("#times .counts")).to_have_text(
+        "0 approved, 2 declined, 0 resumed by people; 0 expired."
+    )
+    by_tool = page.locator("table.times", has_text="By tool")
+    expect(by_tool.locator("tbody tr")).to_have_count(1)
+    expect(by_tool.locator("tbody th")).to_have_text("delete_file")
+    expect(by_tool.locator("tbody td").first).to_have_text("2")
+    expect(by_tool.locator("tbody td").nth(1)).to_have_text(re.compile(r"^\d+ s$"))
