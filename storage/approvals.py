@@ -28,6 +28,9 @@ class Approval:
     at: datetime
     args_hash: str
 
+    def to_document(self) -> Document:
+        return {"by": self.by, "at": self.at, "argsHash": self.args_hash}
+
 
 @dataclass(frozen=True, slots=True)
 class CallApprovals:
@@ -41,7 +44,6 @@ class CallApprovals:
     edited: bool = False
     args: Any = None
     """The edited arguments (when `edited`)."""
-    edited_by: str | None = None
 
     def counted(self) -> tuple[Approval, ...]:
         """The approvals of the arguments as they are now, each person once."""
@@ -64,7 +66,6 @@ class CallApprovals:
             ),
             edited="args" in doc,
             args=doc.get("args"),
-            edited_by=doc.get("editedBy"),
         )
 
 
@@ -102,13 +103,12 @@ class ApprovalStore:
         `model_args_hash` is the hash a call without edited arguments has; an approval of
         another hash is kept, and not counted."""
         doc_id = _key(run_id, tool_call_id)
-        entry = {"by": approval.by, "at": approval.at, "argsHash": approval.args_hash}
         # A DuplicateKeyError: the upsert met the document, with this person's approval.
         with contextlib.suppress(DuplicateKeyError):
             await self.collection.update_one(
                 {"_id": doc_id, "approvals.by": {"$ne": approval.by}},
                 {
-                    "$push": {"approvals": entry},
+                    "$push": {"approvals": approval.to_document()},
                     "$setOnInsert": {
                         "runId": run_id,
                         "toolCallId": tool_call_id,
@@ -133,14 +133,12 @@ class ApprovalStore:
         """Replace the arguments to approve with `args` (hashed as `approval.args_hash`),
         `approval` being its editor's: the approvals recorded are void. Conditional on the
         approvals as they were `seen` (None: none yet); False when they changed meanwhile."""
-        entry = {"by": approval.by, "at": approval.at, "argsHash": approval.args_hash}
         fields = {
             "runId": run_id,
             "toolCallId": tool_call_id,
             "argsHash": approval.args_hash,
             "args": args,
-            "editedBy": approval.by,
-            "approvals": [entry],
+            "approvals": [approval.to_document()],
             "expiresAt": approval.at + self.retention,
         }
         doc_id = _key(run_id, tool_call_id)
