@@ -51,7 +51,8 @@ async def review(
     quorum = policy is not None and policy.approvals > 1 and action is Action.APPROVE
     call_id = call.tool_call_id or ""
     recorded = await context.storage.approvals.get(entry.run_id, call_id) if quorum else None
-    current = recorded.args_hash if recorded else args_hash(call.args)
+    model_hash = args_hash(call.args)
+    current = recorded.args_hash if recorded else model_hash
     if expected_args_hash is not None and expected_args_hash.lower() != current:
         message = f"the arguments of {call_id} changed since they were seen: look again"
         return StaleDecision(entry.run_id, call_id, current, message)
@@ -60,7 +61,7 @@ async def review(
     refused = _refusal(context, policy, entry, call_id, action, now)
     if refused is not None or not quorum:
         return refused or Proceed()
-    return await _count(context, policy, entry, call, recorded, edited_args, now)
+    return await _count(context, policy, entry, call_id, recorded, model_hash, edited_args, now)
 
 
 def _refusal(
@@ -87,18 +88,20 @@ async def _count(
     context: Context,
     policy: ReviewPolicy,
     entry: RunEntry,
-    call: ToolCall,
+    call_id: str,
     recorded: CallApprovals | None,
+    model_hash: str,
     edited_args: Any,
     now: datetime,
 ) -> DecisionOutcome | Proceed | None:
-    """Record this approval; Proceed when it is the Nth."""
-    approvals, call_id = context.storage.approvals, call.tool_call_id or ""
-    subject, model_hash = context.principal.subject, args_hash(call.args)
+    """Record this approval; Proceed when it is the Nth. `model_hash` is the hash of the
+    model's arguments, which are to be approved until an edit replaces them."""
+    approvals, subject = context.storage.approvals, context.principal.subject
     current = recorded.args_hash if recorded else model_hash
-    if edited_args is not None and args_hash(edited_args) != current:
+    edited_hash = args_hash(edited_args) if edited_args is not None else current
+    if edited_hash != current:
         # New arguments: what was approved before was of others, and is void.
-        edit = Approval(subject, now, args_hash(edited_args))
+        edit = Approval(subject, now, edited_hash)
         if not await approvals.replace_args(entry.run_id, call_id, recorded, edited_args, edit):
             return None
         counted = 1
