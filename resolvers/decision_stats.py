@@ -18,11 +18,11 @@ from datetime import datetime
 from suspended_runs.resolvers.access import Role, require
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.errors import BadUserInput
+from suspended_runs.resolvers.expiry import EXPIRY_REASON, SYSTEM
 from suspended_runs.storage import Document, RunFilter
 
 MAX_DECISIONS = 100_000
 """Records one answer reads at most: a window beyond that is refused, not cut silently."""
-EXPIRY_REASON = "expired after "
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +50,8 @@ async def decision_stats(
     require(context.principal, Role.VIEWER)
     if decided_from > decided_to:
         raise BadUserInput("decidedFrom is after decidedTo", argument="decidedFrom")
-    query = _query(context.principal.scope.narrow(run_filter))
     records = await context.storage.decisions.applied_between(
-        query, decided_from, decided_to, MAX_DECISIONS + 1
+        context.principal.scope.narrow(run_filter), decided_from, decided_to, MAX_DECISIONS + 1
     )
     if len(records) > MAX_DECISIONS:
         raise BadUserInput(
@@ -73,34 +72,10 @@ async def decision_stats(
     )
 
 
-def _query(run_filter: RunFilter) -> Document:
-    """The filter's run fields, as an audit record holds them (its states are not asked:
-    a decision is about a run that was SUSPENDED)."""
-    query: Document = {}
-    for name, value, allowed in (
-        ("agentId", run_filter.agent_id, run_filter.agent_ids),
-        ("resourceId", run_filter.resource_id, run_filter.resource_ids),
-    ):
-        if value is not None:
-            query[name] = value if allowed is None or value in allowed else {"$in": []}
-        elif allowed is not None:
-            query[name] = {"$in": sorted(allowed)}
-    if run_filter.thread_id is not None:
-        query["threadId"] = run_filter.thread_id
-    created: Document = {}
-    if run_filter.from_date is not None:
-        created["$gte"] = run_filter.from_date
-    if run_filter.to_date is not None:
-        created["$lte"] = run_filter.to_date
-    if created:
-        query["runCreatedAt"] = created
-    return query
-
-
 def _expired(record: Document) -> bool:
     reason = record.get("reason")
     return (
-        record.get("by") == "system"
+        record.get("by") == SYSTEM.subject
         and isinstance(reason, str)
         and reason.startswith(EXPIRY_REASON)
     )

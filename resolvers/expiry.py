@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 SYSTEM = Principal(subject="system", role=Role.ADMIN, scope=Scope.ALL)
 """Who declines what expired, in the audit log."""
+EXPIRY_REASON = "expired after "
+"""How an expiry's reason begins (`expired after 300 s`): decisionStats tells them apart."""
 _BATCH = 100
 
 
@@ -33,7 +35,7 @@ async def expire_forever(
     storage: Storage, runtimes: Runtimes, policy: DecisionPolicy, every: float = 1.0
 ) -> None:
     """Decline what expired, every `every` seconds, until cancelled."""
-    context = Context(storage, runtimes, SYSTEM, actor="system", policy=policy)
+    context = Context(storage, runtimes, SYSTEM, actor=SYSTEM.subject, policy=policy)
     while True:
         await asyncio.sleep(every)
         try:
@@ -92,7 +94,7 @@ async def _decline_expired(context: Context, entry: RunEntry, now: datetime) -> 
             Action.DECLINE,
             entry.run_id,
             call.tool_call_id,
-            reason=f"expired after {timeout.total_seconds():g} s",
+            reason=f"{EXPIRY_REASON}{timeout.total_seconds():g} s",
             idempotency_key=f"expiry:{entry.run_id}:{call.tool_call_id}",
             wait=False,
         )

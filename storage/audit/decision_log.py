@@ -19,6 +19,7 @@ from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
+from suspended_runs.storage.index.filters import RunFilter
 from suspended_runs.storage.types import Document
 
 APPLIED_OUTCOMES = ["Applied", "RunDecided", "OutcomeUnknown"]
@@ -159,16 +160,26 @@ class DecisionLog:
         return found
 
     async def applied_between(
-        self, query: Document, decided_from: datetime, decided_to: datetime, limit: int
+        self, run_filter: RunFilter, decided_from: datetime, decided_to: datetime, limit: int
     ) -> list[Document]:
-        """The records of decisions applied in [decided_from, decided_to] that also match
-        `query`: their action, who, reason and times (what decisionStats counts)."""
-        window: Document = {"at": {"$gte": decided_from, "$lte": decided_to}}
-        applied = {"outcome": {"$in": APPLIED_OUTCOMES}}
+        """The records of decisions applied in [decided_from, decided_to] on runs the filter
+        holds (its run fields and creation dates; not its states: a decision is about a
+        run that was SUSPENDED): their action, who, reason and times (what decisionStats
+        counts)."""
+        query: Document = {
+            "at": {"$gte": decided_from, "$lte": decided_to},
+            "outcome": {"$in": APPLIED_OUTCOMES},
+            **run_filter.run_fields_query(),
+        }
+        created = {
+            op: moment
+            for op, moment in (("$gte", run_filter.from_date), ("$lte", run_filter.to_date))
+            if moment is not None
+        }
+        if created:
+            query["runCreatedAt"] = created
         fields = ["action", "by", "reason", "at", "suspendedAt", "agentId", "toolName"]
-        cursor = self.records.find(
-            {**window, **applied, **query}, dict.fromkeys(fields, 1), limit=limit
-        )
+        cursor = self.records.find(query, dict.fromkeys(fields, 1), limit=limit)
         return [doc async for doc in cursor]
 
     async def take_key(

@@ -78,13 +78,20 @@ class RunFilter:
             upto=None if self.to_date is None else _whole_millisecond_floor(self.to_date),
         )
 
-    def to_query(self, status: RunStatus = RunStatus.SUSPENDED) -> Document:
-        """The query of the runs in one stored state."""
-        query: Document = {"status": status.value}
+    def run_fields_query(self) -> Document:
+        """The filter's equalities on a run's own fields (its agent, thread and resource,
+        within the scope), named as an index entry and a decision's audit record both
+        name them."""
+        query: Document = {}
         _match(query, "agentId", self.agent_id, self.agent_ids)
         if self.thread_id is not None:
             query["threadId"] = self.thread_id
         _match(query, "resourceId", self.resource_id, self.resource_ids)
+        return query
+
+    def to_query(self, status: RunStatus = RunStatus.SUSPENDED) -> Document:
+        """The query of the runs in one stored state."""
+        query: Document = {"status": status.value, **self.run_fields_query()}
         if self.has_problems is not None:
             query["hasProblems"] = True if self.has_problems else {"$ne": True}
         created: Document = {}
