@@ -62,13 +62,12 @@ async def with_deadlines(
     `before` (and after `after`): one ask per timeout a call may have, so that a batch
     is never crowded by runs of a longer one."""
     claims, found = storage.runs.claims, dict[str, RunEntry]()
-    for agents, timeout in policy.shortest_timeouts():
-        others = sorted(policy.agent_timeouts) if agents is None else None
+    for ask in policy.timeouts_asked():
         entries = await claims.suspended_before(
-            before - timeout,
-            agent_ids=agents,
-            exclude_agent_ids=others if timeout == policy.timeout else None,
-            since=after - timeout if after is not None else None,
+            before - ask.timeout,
+            agent_ids=ask.agent_ids,
+            exclude_agent_ids=ask.excluded_agent_ids,
+            since=after - ask.timeout if after is not None else None,
             limit=_BATCH,
         )
         found.update((entry.run_id, entry) for entry in entries)

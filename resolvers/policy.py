@@ -36,15 +36,25 @@ class DecisionPolicy:
         timeout = self.timeout_of(agent_id, tool_name)
         return suspended_at + timeout if timeout is not None and suspended_at else None
 
-    def shortest_timeouts(self) -> list[tuple[list[str] | None, timedelta]]:
-        """(agent ids, or None for any, and the shortest timeout among them): what the
-        expiry asks for, so that no call's own deadline is missed."""
-        asked: list[tuple[list[str] | None, timedelta]] = []
-        for policy in self.reviews.policies:
-            if policy.decision_timeout is not None:
-                agents = None if policy.agent_id == "*" else [policy.agent_id]
-                asked.append((agents, policy.decision_timeout))
-        asked += [([agent], timeout) for agent, timeout in self.agent_timeouts.items()]
-        if self.timeout is not None:
-            asked.append((None, self.timeout))
+    def timeouts_asked(self) -> list[TimeoutAsk]:
+        """Every timeout a pending call may have, with the agents it may apply to: what the
+        expiry asks for, one query each, so that no call's own deadline is missed."""
+        asked = [
+            TimeoutAsk(
+                policy.decision_timeout, None if policy.agent_id == "*" else [policy.agent_id]
+            )
+            for policy in self.reviews.policies
+            if policy.decision_timeout is not None
+        ]
+        asked += [TimeoutAsk(timeout, [agent]) for agent, timeout in self.agent_timeouts.items()]
+        if self.timeout is not None:  # not the agents DECISION_TIMEOUTS names: theirs is theirs
+            asked.append(TimeoutAsk(self.timeout, None, sorted(self.agent_timeouts)))
         return asked
+
+
+@dataclass(frozen=True, slots=True)
+class TimeoutAsk:
+    timeout: timedelta
+    agent_ids: list[str] | None = None
+    """None: any agent."""
+    excluded_agent_ids: list[str] | None = None

@@ -76,3 +76,19 @@ async def test_a_review_policys_timeout_wins_over_the_agents_and_the_default(
     await eventually(lambda: has_status(gql, run["runId"], "COMPLETED"), within=5)
     decision = (await gql(EXPIRY, {"id": run["runId"]}))["data"]["agentRun"]["toolCalls"][0]
     assert decision["decision"]["reason"] == "expired after 1 s"
+
+
+async def test_a_policy_for_every_agent_expires_an_agent_with_a_timeout_of_its_own(
+    settings, start_app
+) -> None:
+    """A policy of `*` agents whose timeout equals DECISION_TIMEOUT_SECONDS still reaches the
+    agents DECISION_TIMEOUTS names: its timeout is theirs too."""
+    policy = {"agentId": "*", "decisionTimeoutSeconds": 1}
+    rules = {
+        "decision_timeout_seconds": 1.0,
+        "decision_timeouts": {"file-cleaner": 600},
+        "review_policies": json.dumps([policy]),
+    }
+    gql = make_gql(await start_app(settings.model_copy(update=rules)))
+    run = await start_run(gql, "file-cleaner", "delete /tmp/every-agent")
+    await eventually(lambda: has_status(gql, run["runId"], "COMPLETED"), within=5)
