@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 SYSTEM = Principal(subject="system", role=Role.ADMIN, scope=Scope.ALL)
 """Who declines what expired, in the audit log."""
 EXPIRY_REASON = "expired after "
-"""How an expiry's reason begins (`expired after 300 s`): decisionStats tells them apart."""
+"""How an expiry's reason begins (then its timeout in seconds): decisionStats tells them apart."""
 _BATCH = 100
 
 
