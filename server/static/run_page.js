@@ -1,7 +1,7 @@
 // What the page of one run (/runs/<runId>) adds to its card: the conversation that led to
 // its pending calls (why the agent asks), and its timeline from the decision log.
 
-import { ago } from "./answers.js";
+import { ago, pastTense } from "./answers.js";
 import { h } from "./dom.js";
 import { renderJson } from "./json.js";
 
@@ -32,14 +32,6 @@ function message(item) {
   );
 }
 
-const DONE = {
-  APPROVE: "approved",
-  DECLINE: "declined",
-  RESUME: "resumed",
-  RELEASE: "released",
-  CANCEL: "cancelled",
-};
-
 /** Every decision asked about the run and every operator action, oldest first. */
 export function timeline(run) {
   const records = run.timeline ?? [];
@@ -54,7 +46,7 @@ export function timeline(run) {
         h(
           "li",
           { class: `event outcome-${record.outcome}` },
-          `${record.decidedBy} ${DONE[record.action] ?? record.action.toLowerCase()}`,
+          `${record.decidedBy} ${pastTense(record.action)}`,
           record.reason ? ` (reason: ${record.reason})` : "",
           record.outcome === "RunDecided" || record.outcome === "Applied" ? "" : `: ${record.outcome}`,
           `, ${ago(record.decidedAt)}`,
