@@ -10,6 +10,7 @@ from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
 from suspended_runs import resolvers, storage
+from suspended_runs.resolvers.review_policies import ReviewPolicy
 from suspended_runs.schema.conversation import RunMessage
 
 RunStatus = strawberry.enum(
@@ -39,7 +40,7 @@ async def _recorded(
 ) -> storage.CallApprovals | None:
     """The approvals recorded of a pending call under a quorum (read once a request for all
     the runs that ask); None without a quorum."""
-    policy = info.context.policy.reviews.match(call.agent_id, call.tool_name)
+    policy = call._policy(info)
     if policy is None or policy.approvals < 2 or call.decision is not None:
         return None
     loaders, approvals = info.context.loaders, info.context.storage.approvals
@@ -92,9 +93,20 @@ class AgentRunToolCall:
     decision: ToolCallDecision | None = strawberry.field(
         description="Null while the call is pending."
     )
-    agent_id: strawberry.Private[str]
-    waiting_since: strawberry.Private[datetime | None]
     run: strawberry.Private[storage.RunEntry]
+
+    @property
+    def agent_id(self) -> str:
+        return self.run.agent_id
+
+    @property
+    def waiting_since(self) -> datetime | None:
+        """When its run suspended, while the run waits."""
+        return self.run.suspended_at if self.run.status is storage.RunStatus.SUSPENDED else None
+
+    def _policy(self, info: strawberry.Info[resolvers.Context, Any]) -> ReviewPolicy | None:
+        """The review policy that governs this call, if any."""
+        return info.context.policy.reviews.match(self.agent_id, self.tool_name)
 
     @strawberry.field(
         description="When this pending approval is declined unless decided (a review "
@@ -130,7 +142,7 @@ class AgentRunToolCall:
 
     @strawberry.field(description="Distinct approvals a review policy asks (1 without one).")
     def approvals_required(self, info: strawberry.Info[resolvers.Context, Any]) -> int:
-        policy = info.context.policy.reviews.match(self.agent_id, self.tool_name)
+        policy = self._policy(info)
         return policy.approvals if policy and self.requires_approval else 1
 
     @strawberry.field(description="How many more approvals continue the run (0: decided).")
@@ -146,7 +158,7 @@ class AgentRunToolCall:
         "group:<name>), escalation included; empty: any approver in scope."
     )
     def assigned_to(self, info: strawberry.Info[resolvers.Context, Any]) -> list[str]:
-        policy = info.context.policy.reviews.match(self.agent_id, self.tool_name)
+        policy = self._policy(info)
         if policy is None or self.decision is not None:
             return []
         return policy.assigned_to(self.waiting_since, datetime.now(UTC))
@@ -160,10 +172,6 @@ class AgentRunToolCall:
             requires_approval=call.requires_approval,
             suspend_payload=call.suspend_payload,
             decision=ToolCallDecision.from_decision(call.decision) if call.decision else None,
-            agent_id=entry.agent_id,
-            waiting_since=entry.suspended_at
-            if entry.status is storage.RunStatus.SUSPENDED
-            else None,
             run=entry,
         )
 
