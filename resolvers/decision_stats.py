@@ -50,6 +50,11 @@ async def decision_stats(
     require(context.principal, Role.VIEWER)
     if decided_from > decided_to:
         raise BadUserInput("decidedFrom is after decidedTo", argument="decidedFrom")
+    if run_filter.assigned_to_me:
+        raise BadUserInput(
+            "assignedToMe lists calls still waiting, not decided ones",
+            argument="filter.assignedToMe",
+        )
     records = await context.storage.decisions.applied_between(
         context.principal.scope.narrow(run_filter), decided_from, decided_to, MAX_DECISIONS + 1
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, replace
 
+from suspended_runs.resolvers import assignment
 from suspended_runs.resolvers.access import Role, require
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.errors import BadUserInput
@@ -108,7 +109,7 @@ async def runs(
     check_filter(run_filter)
     context.budget.take_rows(paging.skip + paging.limit)  # the rows skipped are read too
     index = context.storage.runs
-    run_filter = context.principal.scope.narrow(run_filter)
+    run_filter = await assignment.narrowed(context, context.principal.scope.narrow(run_filter))
     # One more than the page tells whether there is a next page without counting.
     fetch = index.page(run_filter, limit=paging.limit + 1, skip=paging.skip, after=paging.after)
     if with_total:

@@ -82,15 +82,8 @@ async def create_webhook(
 ) -> WebhookCreated | InvalidWebhook | Forbidden:
     if (refused := _admin(context, "making a webhook")) is not None:
         return refused
-    problem = _url_problem(context, url)
-    if problem is not None:
-        return InvalidWebhook(problem, "url")
-    if not events:
-        return InvalidWebhook("name at least one event", "events")
-    if description is not None and len(description) > _MAX_DESCRIPTION:
-        return InvalidWebhook(
-            f"a description is at most {_MAX_DESCRIPTION} characters", "description"
-        )
+    if (invalid := _invalid(context, url, events, run_filter, description)) is not None:
+        return invalid
     scope = context.principal.scope
     webhook = await context.storage.webhooks.create(
         url=url,
@@ -201,6 +194,28 @@ async def _webhook(
 
 def _not_found(webhook_id: str) -> WebhookNotFound:
     return WebhookNotFound(webhook_id, f"no webhook {webhook_id}")
+
+
+def _invalid(
+    context: Context,
+    url: str,
+    events: list[EventType],
+    run_filter: RunFilter,
+    description: str | None,
+) -> InvalidWebhook | None:
+    """What of a new webhook's input cannot be used, named by its field."""
+    problem = _url_problem(context, url)
+    if problem is not None:
+        return InvalidWebhook(problem, "url")
+    if not events:
+        return InvalidWebhook("name at least one event", "events")
+    if run_filter.assigned_to_me:
+        return InvalidWebhook("a webhook has no caller to be assigned to", "filter.assignedToMe")
+    if description is not None and len(description) > _MAX_DESCRIPTION:
+        return InvalidWebhook(
+            f"a description is at most {_MAX_DESCRIPTION} characters", "description"
+        )
+    return None
 
 
 def _url_problem(context: Context, url: str) -> str | None:

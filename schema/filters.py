@@ -25,6 +25,12 @@ class SuspendedRunsFilter:
     to_date: datetime | None = strawberry.field(
         default=None, description="Runs created at or before this time."
     )
+    assigned_to_me: bool | None = strawberry.field(
+        default=None,
+        description="true: only SUSPENDED runs with a pending call whose `assignedTo` names "
+        "the caller (its subject, or group:<name> of one of its groups); false or unset: "
+        "any caller's.",
+    )
 
     def to_run_filter(self) -> storage.RunFilter:
         return storage.RunFilter(
@@ -33,6 +39,7 @@ class SuspendedRunsFilter:
             resource_id=self.resource_id,
             from_date=self.from_date,
             to_date=self.to_date,
+            assigned_to_me=bool(self.assigned_to_me),
         )
 
 

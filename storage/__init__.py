@@ -17,6 +17,7 @@ from suspended_runs.storage.errors import (
 )
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
 from suspended_runs.storage.follower.reconcile import ReconcileReport
+from suspended_runs.storage.index.assignment import AssignedBand
 from suspended_runs.storage.index.entry import (
     Action,
     Claim,
@@ -58,6 +59,7 @@ __all__ = [
     "UNREADABLE",
     "Action",
     "Approval",
+    "AssignedBand",
     "AuditRecord",
     "CallApprovals",
     "Claim",

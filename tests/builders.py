@@ -41,6 +41,12 @@ def entry(**changes: object) -> RunEntry:
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
+def varied_calls(i: int) -> tuple[ToolCall, ...]:
+    """Run `i`'s calls: deleteFile, sendMail, both, or one whose tool was not read."""
+    names = [("deleteFile",), ("sendMail",), ("deleteFile", "sendMail"), (None,)][i % 4]
+    return tuple(ToolCall(f"c-{k + 1}", name, True, args={"n": i}) for k, name in enumerate(names))
+
+
 def approval() -> Decision:
     return Decision(Action.APPROVE, "alice", T0)
 

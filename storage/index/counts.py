@@ -20,6 +20,7 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
+from suspended_runs.storage.index.assignment import TOOL_CALLS
 from suspended_runs.storage.index.filters import Span, WindowWalk, remember, shape_key
 from suspended_runs.storage.index.version import IndexVersion
 from suspended_runs.storage.types import Document, RunStatus
@@ -68,7 +69,8 @@ class RunCounts:
         if windows is None:
             windows = await self._walked(shape, span, version, now)
         counted = _Counted(version, windows)
-        if "claim.expiresAt" not in shape:  # RUNNING against STALLED moves with the clock
+        # RUNNING against STALLED, and an escalation's band of `suspendedAt`, move with the clock.
+        if "claim.expiresAt" not in shape and "suspendedAt" not in shape:
             remember(self._kept, key, counted)
         return counted.total
 
@@ -116,8 +118,9 @@ class RunCounts:
         since = kept.version.at
         if since is None or kept.version.epoch != version.epoch or not _stamped_state(shape):
             return None
-        # A run keeps its scope, so what changed is checked against it here.
-        scope = {k: v for k, v in shape.items() if k != "status"}
+        # A run keeps its scope, so what changed is checked against it here; not its
+        # pending calls, which a decision changes (such a change counts its window again).
+        scope = {k: v for k, v in shape.items() if k not in ("status", TOOL_CALLS)}
         fields = {"_id": 0, "createdAt": 1, **{name: 1 for name in scope}}
         changed = await written_since(self.collection, since, fields)
         if changed is None:

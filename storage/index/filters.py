@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
 from suspended_runs.storage.errors import InvalidCursor
+from suspended_runs.storage.index.assignment import AssignedBand, assigned_queries
 from suspended_runs.storage.types import Document, RunStatus
 
 SORT: list[tuple[str, int]] = [("createdAt", -1), ("runId", 1)]
@@ -46,11 +47,20 @@ class RunFilter:
     resource_ids: frozenset[str] | None = None
     agent_ids: frozenset[str] | None = None
     """A caller's scope: only runs of these resources / agents (None: any)."""
+    assigned_to_me: bool = False
+    """Only SUSPENDED runs with a pending call assigned to the caller: those of `assigned`."""
+    assigned: tuple[AssignedBand, ...] | None = None
+    """The caller's assignment, spelled out (storage/index/assignment.py); None while not
+    resolved, when `assigned_to_me` lists nothing (fails closed)."""
 
     def to_queries(self, now: datetime) -> list[Document]:
         """One query per stored state asked for, each an equality on `status` first, so an
         index serves it; a list is their merge (no $or: the embedded server scans one)."""
         stored = {RunStatus.RUNNING if s is RunStatus.STALLED else s for s in self.statuses}
+        if self.assigned_to_me:  # only a waiting run's calls are assigned
+            if RunStatus.SUSPENDED not in stored:
+                return []
+            return assigned_queries(self.to_query(RunStatus.SUSPENDED), self.assigned or ())
         queries = []
         for status in sorted(stored):
             query = self.to_query(status)

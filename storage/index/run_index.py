@@ -142,6 +142,11 @@ class RunIndex:
         """(agentId, runtime) of every agent ever indexed, sorted."""
         return await self._agents.read()
 
+    async def tools(self) -> set[tuple[str, str | None]]:
+        """(agentId, toolName) of every call ever indexed: what an assignment is spelled
+        out over (storage/index/assignment.py)."""
+        return await self._agents.tools()
+
     async def suspended_by_agent(self, within: RunFilter) -> dict[tuple[str, str], int]:
         """(agentId, runtime) -> suspended runs, of every agent indexed that `within`'s
         agent scope allows; with a resource scope, only agents with a run (in any state)

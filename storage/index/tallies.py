@@ -17,6 +17,7 @@ import asyncio
 import bisect
 import contextvars
 import itertools
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -24,6 +25,7 @@ from datetime import datetime
 
 from pymongo.asynchronous.collection import AsyncCollection
 
+from suspended_runs.storage.index.assignment import TOOL_CALLS
 from suspended_runs.storage.index.counts import written_since
 from suspended_runs.storage.index.filters import Span
 from suspended_runs.storage.index.version import IndexVersion
@@ -32,11 +34,23 @@ from suspended_runs.storage.types import Document, RunStatus
 log = logging.getLogger(__name__)
 
 Key = tuple[tuple[str, str], ...]
-"""A shape's equalities besides `status`, in `_FIELDS` order: `()` is every run."""
+"""A shape's equalities besides `status`, in `_FIELDS` order, then (with an agent) the
+run's pending tools as `_TOOLS`: `()` is every run."""
 
 _FIELDS = ("agentId", "resourceId", "threadId")
+_TOOLS = "pendingTools"
+"""The distinct tools of a run's pending calls, as one text (`_toolset`): a run is in one
+such key, so a count of runs with a pending call of some tools adds keys, never a run twice."""
 _SUSPENDED = RunStatus.SUSPENDED.value
-_PROJECTION = {"_id": 0, "runId": 1, "status": 1, "createdAt": 1, **{f: 1 for f in _FIELDS}}
+_PROJECTION = {
+    "_id": 0,
+    "runId": 1,
+    "status": 1,
+    "createdAt": 1,
+    **{f: 1 for f in _FIELDS},
+    f"{TOOL_CALLS}.toolName": 1,
+    f"{TOOL_CALLS}.decision.action": 1,
+}
 _BATCH = 500
 """Entries read at a time while loading: each batch is one short turn of the database."""
 _MOST_CHANGED = 50_000
@@ -65,6 +79,8 @@ class SuspendedTallies:
         """Each key's suspended runs as their `createdAt`, sorted."""
         self._scopes: dict[Key, Key] = {}
         """One copy of each scope, which its runs share (at 100,000 runs, 30 MB less)."""
+        self._toolsets: dict[str, frozenset[str | None]] = {}
+        """Every `_TOOLS` value met since the tallies were read, with the tools it names."""
         self._lock = asyncio.Lock()
         self._loading: asyncio.Task[None] | None = None
         self._next_load = 0.0
@@ -79,7 +95,14 @@ class SuspendedTallies:
         key = _key(shape)
         if key is None or not await self._current(version):
             return None
-        return _within(self._moments.get(key, []), span)
+        base, tools = key
+        if tools is None:
+            return _within(self._moments.get(base, []), span)
+        return sum(
+            _within(self._moments.get((*base, (_TOOLS, text)), []), span)
+            for text, named in list(self._toolsets.items())
+            if named & tools
+        )
 
     async def by_agent(
         self, version: IndexVersion, agent_ids: list[str], resource_ids: frozenset[str] | None
@@ -158,12 +181,14 @@ class SuspendedTallies:
             return False  # nothing written since the index kept versions: nothing to see since
         runs: dict[str, tuple[Key, datetime]] = {}
         scopes: dict[Key, Key] = {}
+        toolsets: dict[str, frozenset[str | None]] = {}
         query = {"status": _SUSPENDED}
         async for doc in self.collection.find(query, _PROJECTION, batch_size=_BATCH):
-            if (run := _run(doc, scopes)) is not None:
+            if (run := _run(doc, scopes, toolsets)) is not None:
                 runs[doc["runId"]] = run
         async with self._lock:
             self._fill(runs, scopes)
+            self._toolsets = toolsets
             if not await self._caught_up(version):
                 self._forget()
                 return False
@@ -185,6 +210,7 @@ class SuspendedTallies:
         self._runs = {}
         self._moments = {}
         self._scopes = {}
+        self._toolsets = {}
 
     def _put(self, doc: Document) -> None:
         """An entry as it is now: out of the tallies as it was, in them if suspended."""
@@ -194,7 +220,8 @@ class SuspendedTallies:
         if (was := self._runs.pop(run_id, None)) is not None:
             for key in _keys(was[0]):
                 _remove(self._moments, key, was[1])
-        if doc.get("status") == _SUSPENDED and (run := _run(doc, self._scopes)) is not None:
+        run = _run(doc, self._scopes, self._toolsets) if doc.get("status") == _SUSPENDED else None
+        if run is not None:
             self._runs[run_id] = run
             for key in _keys(run[0]):
                 bisect.insort(self._moments.setdefault(key, []), run[1])
@@ -202,28 +229,69 @@ class SuspendedTallies:
             self._scopes = {scope: scope for scope, _ in self._runs.values()}
 
 
-def _run(doc: Document, scopes: dict[Key, Key]) -> tuple[Key, datetime] | None:
-    """An entry's scope (the copy in `scopes`, which its runs share) and `createdAt`."""
+def _run(
+    doc: Document, scopes: dict[Key, Key], toolsets: dict[str, frozenset[str | None]]
+) -> tuple[Key, datetime] | None:
+    """An entry's scope (the copy in `scopes`, which its runs share) and `createdAt`; the
+    text of its pending tools is added to `toolsets`."""
     created_at = doc.get("createdAt")
     if not isinstance(doc.get("runId"), str) or not isinstance(created_at, datetime):
         return None  # malformed: not counted by the tallies nor listed by a window
     scope = tuple((f, doc[f]) for f in _FIELDS if isinstance(doc.get(f), str))
+    calls = doc.get(TOOL_CALLS)
+    pending = {
+        call.get("toolName")
+        for call in (calls if isinstance(calls, list) else ())
+        if isinstance(call, dict) and call.get("decision") is None
+    }
+    named = frozenset(name if isinstance(name, str) else None for name in pending)
+    text = _toolset(named)
+    toolsets.setdefault(text, named)
+    scope = (*scope, (_TOOLS, text))
     return scopes.setdefault(scope, scope), created_at
 
 
-def _key(shape: Document) -> Key | None:
-    """The tallies' key of a count's shape; None for a shape they do not keep."""
-    if shape.get("status") != _SUSPENDED or not set(shape) <= {"status", *_FIELDS}:
-        return None
+def _toolset(named: frozenset[str | None]) -> str:
+    return json.dumps(sorted(named, key=lambda name: (name is not None, name or "")))
+
+
+def _key(shape: Document) -> tuple[Key, frozenset[str | None] | None] | None:
+    """The tallies' key of a count's shape, and the tools one of its runs' pending calls
+    must name (None: any); None for a shape they do not keep."""
+    tools = _pending_tools(shape.get(TOOL_CALLS))
+    allowed = {"status", *_FIELDS, *([TOOL_CALLS] if tools is not None else [])}
+    if shape.get("status") != _SUSPENDED or not set(shape) <= allowed:
+        return None  # among others, an escalation's band of `suspendedAt`
     if not all(isinstance(shape[f], str) for f in _FIELDS if f in shape):
         return None  # a scope's `$in` asked as it is (beyond the spelled-out ones)
-    return tuple((f, shape[f]) for f in _FIELDS if f in shape)
+    if tools is not None and not isinstance(shape.get("agentId"), str):
+        return None  # tools are kept with an agent only
+    return tuple((f, shape[f]) for f in _FIELDS if f in shape), tools
+
+
+def _pending_tools(condition: object) -> frozenset[str | None] | None:
+    """The tools of an `$elemMatch` on pending calls (storage/index/assignment.py)."""
+    if not isinstance(condition, dict) or set(condition) != {"$elemMatch"}:
+        return None
+    match = condition["$elemMatch"]
+    if not isinstance(match, dict) or set(match) != {"decision", "toolName"}:
+        return None
+    named = match["toolName"].get("$in") if isinstance(match["toolName"], dict) else None
+    if match["decision"] is not None or not isinstance(named, list):
+        return None
+    return frozenset(named)
 
 
 def _keys(scope: Key) -> Iterator[Key]:
-    """Every shape a run with these equalities is counted in: each subset of them."""
-    for size in range(len(scope) + 1):
-        yield from itertools.combinations(scope, size)
+    """Every shape a run with these equalities is counted in: each subset of them, and
+    each subset with its agent also with its pending tools."""
+    fields = tuple(pair for pair in scope if pair[0] != _TOOLS)
+    tools = [pair for pair in scope if pair[0] == _TOOLS]
+    for size in range(len(fields) + 1):
+        for subset in itertools.combinations(fields, size):
+            yield subset
+            if tools and subset and subset[0][0] == "agentId":
+                yield (*subset, tools[0])
 
 
 def _remove(moments: dict[Key, list[datetime]], key: Key, created_at: datetime) -> None:

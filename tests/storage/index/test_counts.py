@@ -12,6 +12,7 @@ from pymongo.errors import AutoReconnect
 
 from suspended_runs.storage import (
     RUNS_COLLECTION,
+    AssignedBand,
     Claim,
     RunFilter,
     RunIndex,
@@ -20,14 +21,29 @@ from suspended_runs.storage import (
 from suspended_runs.storage.index import counts as counts_module
 from suspended_runs.storage.index import tallies as tallies_module
 from suspended_runs.storage.index.version import VersionDocument
-from tests.builders import T0, approval, entry, read_for_counts
+from tests.builders import T0, approval, entry, read_for_counts, varied_calls
 
+MIDDLE = T0 + timedelta(seconds=150)
 FILTERS = [
     RunFilter(),
     RunFilter(agent_id="a-1"),
     RunFilter(resource_id="res-2", agent_id="a-0"),
     RunFilter(from_date=T0 + timedelta(seconds=100), to_date=T0 + timedelta(seconds=250)),
     RunFilter(statuses=frozenset({RunStatus.SUSPENDED, RunStatus.COMPLETED})),
+    RunFilter(assigned_to_me=True, assigned=(AssignedBand("a-1", ("sendMail",)),)),
+    RunFilter(
+        assigned_to_me=True,
+        resource_id="res-2",
+        assigned=(AssignedBand("a-0", (None, "deleteFile")), AssignedBand("a-2", ("sendMail",))),
+    ),
+    RunFilter(  # escalated: deleteFile from the start, sendMail too once suspended by MIDDLE
+        assigned_to_me=True,
+        assigned=(
+            AssignedBand("a-1", ("deleteFile",), suspended_after=MIDDLE),
+            AssignedBand("a-1", ("deleteFile", "sendMail"), suspended_upto=MIDDLE),
+        ),
+    ),
+    RunFilter(assigned_to_me=True),  # not resolved: nothing
 ]
 
 
@@ -55,6 +71,8 @@ async def indexes(db, monkeypatch: pytest.MonkeyPatch, tallied: bool) -> tuple[R
             agent_id=f"a-{i % 3}",
             resource_id=f"res-{i % 5}",
             created_at=T0 + timedelta(seconds=i),
+            suspended_at=T0 + timedelta(seconds=i),
+            tool_calls=varied_calls(i),
         )
         for i in range(300)
     ]
@@ -106,7 +124,7 @@ async def test_counts_stay_exact_through_random_writes_from_two_instances(indexe
 async def _random_write(index: RunIndex, chance: random.Random, step: int) -> None:
     run_id = f"r-{chance.randrange(300):03d}"
     seen = await index.get(run_id)
-    kind = chance.choice(["decide", "finish", "end", "start", "resuspend", "delete"])
+    kind = chance.choice(["decide", "part", "finish", "end", "start", "resuspend", "delete"])
     if kind == "start":
         at = T0 + timedelta(seconds=chance.randrange(-50, 400))
         await index.claims.put_started(entry(run_id=f"n-{step}", agent_id="a-1", created_at=at))
@@ -117,6 +135,9 @@ async def _random_write(index: RunIndex, chance: random.Random, step: int) -> No
     elif seen is not None and kind == "decide" and seen.status is RunStatus.SUSPENDED:
         claim = Claim("me", T0, T0 + timedelta(minutes=1))
         await index.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
+    elif seen is not None and kind == "part" and seen.status is RunStatus.SUSPENDED:
+        # One call of two decided, the run still waits on the other: its pending tools change.
+        await index.claims.apply_decision(seen, seen.with_decision("c-1", approval()), None)
     elif seen is not None and kind == "finish":
         await index.claims.settle_seen(seen, seen.finished(RunStatus.COMPLETED, None, T0))
     elif seen is not None and kind == "resuspend":

@@ -13,6 +13,7 @@ from pymongo import AsyncMongoClient
 
 from suspended_runs.storage import (
     RUNS_COLLECTION,
+    AssignedBand,
     Claim,
     Cursor,
     Document,
@@ -22,7 +23,9 @@ from suspended_runs.storage import (
     RunIndex,
     RunStatus,
     Runtime,
+    ToolCall,
 )
+from tests.builders import approval
 
 
 def test_cursor_round_trips() -> None:
@@ -68,6 +71,8 @@ run_rows = st.lists(
         st.sampled_from(STATES),
         st.booleans(),  # a RUNNING run's lease ran out (STALLED)
         st.sampled_from(["put", "started", "raw"]),  # how it was written (raw: bypassing)
+        st.sampled_from([(), ("x",), ("y",), ("x", "y"), (None,)]),  # its calls' tools
+        st.booleans(),  # its first call decided
     ),
     max_size=45,
 )
@@ -87,6 +92,19 @@ filters = st.builds(
     statuses=st.frozensets(st.sampled_from(SHOWN), min_size=1),
     resource_ids=st.sampled_from([None, frozenset(), frozenset({"r1"}), frozenset({"r1", "r2"})]),
     agent_ids=st.sampled_from([None, frozenset({"a"}), frozenset({"a", "c"})]),
+    assigned_to_me=st.booleans(),
+    assigned=st.sampled_from(
+        [
+            None,
+            (),
+            (AssignedBand("a", ("x",)),),
+            (AssignedBand("a", (None, "y")), AssignedBand("b", ("x", "y"))),
+            (  # escalated: x from the start, y too once suspended an hour before T
+                AssignedBand("b", ("x",), suspended_after=T + timedelta(hours=-1)),
+                AssignedBand("b", ("x", "y"), suspended_upto=T + timedelta(hours=-1)),
+            ),
+        ]
+    ),
 )
 pagings = st.one_of(
     st.tuples(st.just("offset"), st.integers(1, 7), st.integers(0, 12)),
@@ -130,7 +148,9 @@ async def _compare(mongo_uri: str, rows, deleted, asked) -> None:
 
 
 async def _store(index: RunIndex, rows, deleted) -> None:
-    for i, (created, agent, thread, resource, status, lapsed, how) in enumerate(rows):
+    for i, (created, agent, thread, resource, status, lapsed, how, tools, decided) in enumerate(
+        rows
+    ):
         claim = None
         if status is RunStatus.RUNNING:
             expires = T + (timedelta(minutes=-1) if lapsed else timedelta(minutes=1))
@@ -146,6 +166,10 @@ async def _store(index: RunIndex, rows, deleted) -> None:
             thread_id=thread,
             resource_id=resource,
             claim=claim,
+            tool_calls=tuple(
+                ToolCall(f"c-{k}", tool, True, decision=approval() if decided and k == 0 else None)
+                for k, tool in enumerate(tools)
+            ),
         )
         if how == "put" and status is RunStatus.SUSPENDED:
             await index.discovery.put_suspended([entry])
@@ -168,10 +192,26 @@ def _oracle(stored: list[RunEntry], f: RunFilter) -> list[str]:
             and (f.resource_ids is None or e.resource_id in f.resource_ids)
             and (f.from_date is None or e.created_at >= f.from_date)
             and (f.to_date is None or e.created_at <= f.to_date)
+            and (not f.assigned_to_me or _assigned(e, f.assigned or ()))
         )
 
     chosen = sorted(filter(selected, stored), key=lambda e: (-e.created_at.timestamp(), e.run_id))
     return [e.run_id for e in chosen]
+
+
+def _assigned(e: RunEntry, bands: tuple[AssignedBand, ...]) -> bool:
+    def within(band: AssignedBand) -> bool:
+        at, after, upto = e.suspended_at, band.suspended_after, band.suspended_upto
+        if at is None:
+            return upto is None
+        return (after is None or at > after) and (upto is None or at <= upto)
+
+    return e.status is RunStatus.SUSPENDED and any(
+        band.agent_id == e.agent_id
+        and within(band)
+        and any(call.tool_name in band.tool_names for call in e.pending_calls())
+        for band in bands
+    )
 
 
 async def _listed(index: RunIndex, run_filter: RunFilter, paging) -> list[str]:
@@ -193,3 +233,23 @@ async def _listed(index: RunIndex, run_filter: RunFilter, paging) -> list[str]:
         else:
             after = Cursor(page[size - 1].created_at, page[size - 1].run_id)
     raise AssertionError(f"the pages never ended: {listed}")
+
+
+def test_an_escalated_assignment_lists_each_run_once_in_its_band(mongo_uri: str) -> None:
+    """Runs of b on both sides of the escalation (T - 1 h), with x, y or both pending."""
+    old, new = T - timedelta(days=30), T + timedelta(seconds=1)
+    rows = [
+        (moment, "b", None, None, RunStatus.SUSPENDED, False, "put", tools, decided)
+        for moment in (old, new)
+        for tools in (("x",), ("y",), ("x", "y"))
+        for decided in (False, True)
+    ]
+    escalated = RunFilter(
+        assigned_to_me=True,
+        assigned=(
+            AssignedBand("b", ("x",), suspended_after=T + timedelta(hours=-1)),
+            AssignedBand("b", ("x", "y"), suspended_upto=T + timedelta(hours=-1)),
+        ),
+    )
+    asked = [(escalated, ("offset", 2, 0)), (escalated, ("keyset", 3, 0))]
+    asyncio.run(_compare(mongo_uri, rows, set(), asked))

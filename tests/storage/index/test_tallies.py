@@ -12,11 +12,18 @@ from typing import Any
 
 import pytest
 
-from suspended_runs.storage import RUNS_COLLECTION, Claim, RunFilter, RunIndex, RunStatus
+from suspended_runs.storage import (
+    RUNS_COLLECTION,
+    AssignedBand,
+    Claim,
+    RunFilter,
+    RunIndex,
+    RunStatus,
+)
 from suspended_runs.storage.index import counts as counts_module
 from suspended_runs.storage.index import tallies as tallies_module
 from suspended_runs.storage.index.filters import Span
-from tests.builders import T0, approval, entry, read_for_counts
+from tests.builders import T0, approval, entry, read_for_counts, varied_calls
 
 AGENTS, RESOURCES, THREADS = 3, 5, 7
 
@@ -33,6 +40,17 @@ FILTERS = [
     RunFilter(agent_id="a-1", to_date=T0 + timedelta(seconds=99, milliseconds=500)),
     RunFilter(from_date=T0 + timedelta(seconds=100, microseconds=500)),  # after 100 s
     RunFilter(resource_ids=frozenset({"res-0", "res-3"})),
+    RunFilter(assigned_to_me=True, assigned=(AssignedBand("a-1", ("sendMail",)),)),
+    RunFilter(
+        assigned_to_me=True,
+        resource_id="res-2",
+        assigned=(AssignedBand("a-0", (None, "deleteFile")), AssignedBand("a-2", ("sendMail",))),
+    ),
+    RunFilter(
+        assigned_to_me=True,
+        thread_id="t-3",
+        assigned=(AssignedBand("a-0", ("deleteFile", "sendMail")),),
+    ),
 ]
 
 
@@ -53,6 +71,7 @@ async def indexes(db, monkeypatch: pytest.MonkeyPatch) -> tuple[RunIndex, RunInd
             resource_id=None if i % 11 == 0 else f"res-{i % RESOURCES}",
             thread_id=None if i % 13 == 0 else f"t-{i % THREADS}",
             created_at=T0 + timedelta(seconds=min(i, 299 - 1)),
+            tool_calls=varied_calls(i),
         )
         for i in range(300)
     ]
@@ -109,6 +128,10 @@ async def test_writes_from_another_process_are_counted_from_what_changed(indexes
     seen = await second.get("r-150")
     assert seen is not None
     assert await second.claims.apply_decision(seen, seen.with_decision("c-1", approval()), claim)
+    await assert_exact(first)
+    both = await second.get("r-146")  # a-2's deleteFile and sendMail: sendMail decided alone
+    assert both is not None and len(both.tool_calls) == 2
+    assert await second.claims.apply_decision(both, both.with_decision("c-2", approval()), None)
     await assert_exact(first)
     await second.claims.put_started(entry(run_id="r-new", agent_id="a-1", resource_id="res-2"))
     await assert_exact(first)

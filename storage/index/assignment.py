@@ -1,0 +1,70 @@
+"""Calls assigned to one caller, as the run index is asked for them (`assignedToMe`).
+
+Who a pending call is assigned to follows from a review policy, matched by the run's agent
+and the call's tool, and from how long the run has waited (escalation). The policies are
+settings, not stored on entries: a caller's assignment is spelled out, per agent, as the
+tools whose calls are theirs and the span of `suspendedAt` in which they are (resolvers/
+assignment.py). Each band is an equality on `agentId` (an index serves it as any agent
+filter) with conditions on the entry's own calls and its suspension, which one entry
+answers. The bands of an agent never overlap, so a list and its count are their sums.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from suspended_runs.storage.types import Document
+
+TOOL_CALLS = "toolCalls"
+
+
+@dataclass(frozen=True, slots=True)
+class AssignedBand:
+    """Runs of `agent_id` with a pending call of one of `tool_names` (None: a call whose
+    tool could not be read), suspended after `suspended_after` (exclusive; None: open, and
+    a run with no suspension time is in the band) up to `suspended_upto` (inclusive)."""
+
+    agent_id: str
+    tool_names: tuple[str | None, ...]
+    suspended_after: datetime | None = None
+    suspended_upto: datetime | None = None
+
+    def query(self) -> Document:
+        """This band's conditions, beside a list query's equalities."""
+        pending = {"decision": None, "toolName": {"$in": list(self.tool_names)}}
+        query: Document = {"agentId": self.agent_id, TOOL_CALLS: {"$elemMatch": pending}}
+        after, upto = self.suspended_after, self.suspended_upto
+        if upto is not None:
+            query["suspendedAt"] = {"$lte": upto} if after is None else {"$gt": after, "$lte": upto}
+        elif after is not None:
+            # `$not`: a run that states no suspension time waits unescalated, in this band.
+            query["suspendedAt"] = {"$not": {"$lte": after}}
+        return query
+
+
+def assigned_queries(query: Document, bands: Iterable[AssignedBand]) -> list[Document]:
+    """`query` narrowed to each band its agent condition allows (none: nothing matches)."""
+    narrowed = []
+    for band in bands:
+        wanted = query.get("agentId")
+        if isinstance(wanted, str) and wanted != band.agent_id:
+            continue
+        if isinstance(wanted, dict) and band.agent_id not in wanted.get("$in", ()):
+            continue
+        narrowed.append({**query, **band.query()})
+    return narrowed
+
+
+def pending_match(doc: Document, condition: Document) -> bool:
+    """Whether an entry holds a call that matches an `$elemMatch` of `AssignedBand.query`,
+    as the database decides it (a missing field is null)."""
+    calls = doc.get(TOOL_CALLS)
+    if not isinstance(calls, list):
+        return False
+    tools = condition.get("toolName", {}).get("$in", ())
+    return any(
+        isinstance(call, dict) and call.get("decision") is None and call.get("toolName") in tools
+        for call in calls
+    )
