@@ -12,7 +12,7 @@ import { VIEWER, runQuery, runsQuery, waitingQuery } from "./queries.js";
 import { may, state } from "./state.js";
 import { wireKeys } from "./keys.js";
 import { loadTimes } from "./times.js";
-import { VIEWS, runFromPath, viewFromHash } from "./views.js";
+import { VIEWS, runFromPath, viewFromHash, waits } from "./views.js";
 
 const POLL_MS = 4000;
 const LIVE_POLL_MS = 30_000;
@@ -168,7 +168,7 @@ async function timesLoaded(mine) {
 }
 
 function listQuery() {
-  return state.view === "waiting" ? waitingQuery() : runsQuery();
+  return waits(state.view) ? waitingQuery() : runsQuery();
 }
 
 /** The run `/runs/<runId>` names, as a list of one. */
@@ -206,7 +206,7 @@ function schedule() {
 
 /** What the subscription follows: the waiting view's first page; null for any other. */
 function liveVariables() {
-  if (state.view !== "waiting" || state.cursors.length > 1) return null;
+  if (!waits(state.view) || state.cursors.length > 1) return null;
   const { filter, first } = variables();
   return { filter, first };
 }
@@ -250,6 +250,7 @@ function summarize(runs) {
   const total = list.total;
   const words = {
     waiting: `${total} ${total === 1 ? "run waits" : "runs wait"} for a decision`,
+    mine: `${total} ${total === 1 ? "run waits" : "runs wait"} for you`,
     operator: `${runs.length} ${runs.length === 1 ? "run needs" : "runs need"} an operator on this page`,
     recent: `${total} decided or finished ${total === 1 ? "run" : "runs"}`,
     run: total ? `Run ${runs[0]?.runId ?? ""}` : "No run",
@@ -277,7 +278,7 @@ function rerender() {
 // Selection and bulk decisions -------------------------------------------------------------
 
 function updateBulk() {
-  const shown = state.view === "waiting" && may("APPROVER") && signedIn;
+  const shown = waits(state.view) && may("APPROVER") && signedIn;
   $("#bulk").hidden = !shown;
   const count = state.selected.size;
   $("#selected-count").textContent = `${count} selected`;

@@ -6,6 +6,7 @@ import { h, idFor } from "./dom.js";
 import { pretty, renderJson } from "./json.js";
 import { conversation, timeline } from "./run_page.js";
 import { may, state } from "./state.js";
+import { waits } from "./views.js";
 
 /**
  * `act` holds the handlers: decide(run, call, action, extra, key), operate(run, action,
@@ -30,7 +31,7 @@ export function runCard(run, act) {
 /** Whether a run's pending calls may be decided here: the waiting view's, and a run shown
  * on its own page while it waits. */
 function deciding(run) {
-  return state.view === "waiting" || (state.view === "run" && run.status === "SUSPENDED");
+  return waits(state.view) || (state.view === "run" && run.status === "SUSPENDED");
 }
 
 function needsOperator(run) {
@@ -38,7 +39,7 @@ function needsOperator(run) {
 }
 
 function header(run, id, act) {
-  const selectable = state.view === "waiting" && may("APPROVER");
+  const selectable = waits(state.view) && may("APPROVER");
   return h(
     "header",
     { class: "run-head" },
@@ -63,7 +64,7 @@ function header(run, id, act) {
       h("span", { class: "agent" }, run.agentId),
       " ",
       h("span", { class: `badge runtime-${run.runtime.toLowerCase()}` }, run.runtime === "PYTHON" ? "Python" : "Mastra"),
-      state.view === "waiting" ? null : [" ", h("span", { class: "badge state" }, statusWords(run))],
+      waits(state.view) ? null : [" ", h("span", { class: "badge state" }, statusWords(run))],
     ),
     since(run),
     h(
@@ -89,8 +90,8 @@ function metaItem(term, value) {
 function since(run) {
   const parts = [];
   const when = run.suspendedAt ?? run.createdAt;
-  const verb = state.view === "waiting" ? "suspended" : "created";
-  parts.push(timeAgo(verb, state.view === "waiting" ? when : run.createdAt));
+  const verb = waits(state.view) ? "suspended" : "created";
+  parts.push(timeAgo(verb, waits(state.view) ? when : run.createdAt));
   if (run.decidedAt) {
     parts.push(" · ", timeAgo(`decided${run.decidedBy ? ` by ${run.decidedBy}` : ""}`, run.decidedAt));
   }

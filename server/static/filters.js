@@ -46,5 +46,6 @@ export function variables() {
   if (f.to) filter.toDate = dayBound(f.to, true);
   const statuses = VIEWS[state.view].statuses;
   if (statuses) filter.status = statuses;
+  if (VIEWS[state.view].assigned) filter.assignedToMe = true;
   return { filter, first: state.size, after: state.cursors.at(-1) };
 }

@@ -1,7 +1,7 @@
 // What the page knows and remembers between polls.
 
 export const state = {
-  view: "waiting", // "waiting" | "operator" | "recent"
+  view: "waiting", // a name of VIEWS (views.js)
   role: null, // "VIEWER" | "APPROVER" | "ADMIN"; null: not known (no viewer query)
   roleKnown: false,
   subject: null,

@@ -1,10 +1,18 @@
-// The inbox's three views: what each shows, and which states it asks for.
+// The inbox's views: what each shows, and which states it asks for.
 
 export const VIEWS = {
   waiting: {
     title: "Waiting for a decision",
     note: "",
     empty: "Nothing waits for a decision.",
+    waiting: true,
+  },
+  mine: {
+    title: "Assigned to me",
+    note: "Runs waiting for a decision that a review policy assigns to you: by your name or one of your groups, escalations included.",
+    empty: "Nothing waits for you.",
+    waiting: true,
+    assigned: true,
   },
   operator: {
     title: "Needs an operator",
@@ -29,6 +37,11 @@ export const VIEWS = {
     empty: "No such run, or not one these credentials may see.",
   },
 };
+
+/** Whether a view lists runs waiting for decisions (which it offers to decide). */
+export function waits(view) {
+  return VIEWS[view]?.waiting === true;
+}
 
 /** The run the address names (`/runs/<runId>`), else null. */
 export function runFromPath() {

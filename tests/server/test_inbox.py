@@ -777,3 +777,33 @@ def test_decision_times_are_shown_by_agent_and_tool(inbox: Inbox) -> None:
     expect(by_tool.locator("tbody th")).to_have_text("delete_file")
     expect(by_tool.locator("tbody td").first).to_have_text("2")
     expect(by_tool.locator("tbody td").nth(1)).to_have_text(re.compile(r"^\d+ s$"))
+
+
+ASSIGNED = [
+    {"agentId": "file-cleaner", "reviewers": ["key:bob"]},
+    {"agentId": "approver", "toolName": "deleteFile", "reviewers": ["key:alice"]},
+]
+
+
+@pytest.mark.parametrize("inbox", [{"policies": ASSIGNED}], indirect=True)
+def test_assigned_to_me_lists_only_the_runs_a_policy_gives_the_reader(inbox: Inbox) -> None:
+    inbox.seed_mastra()  # three approver runs of deleteFile, three others
+    run = inbox.start("file-cleaner", "please delete /tmp/mine.txt")
+    page = inbox.open("bob")
+    expect(page.locator("article.run")).to_have_count(7)
+    page.get_by_role("link", name="Assigned to me").click()
+    expect(page.locator("#runs-heading")).to_have_text("Assigned to me")
+    expect(page.locator("article.run")).to_have_count(1)
+    expect(page.locator("#summary")).to_have_text("1 run waits for you.")
+    shown = card(page, run["runId"])
+    expect(shown.locator(".review")).to_contain_text("Assigned to key:bob.")
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Approved delete_file. The run completed: delete_file: deleted /tmp/mine.txt"
+    )
+    expect(page.locator("#empty")).to_have_text("Nothing waits for you.")
+    theirs = inbox.open("alice", path="/#mine")
+    expect(theirs.locator("#runs-heading")).to_have_text("Assigned to me")
+    expect(theirs.locator("article.run")).to_have_count(3)
+    for agent in theirs.locator("article.run .agent").all_inner_texts():
+        assert "approver" in agent
