@@ -22,8 +22,9 @@ and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`)
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
 
-`--churn`, `--hostile`, `--live` and `--webhooks` print only the follower's figures,
-hostile requests', subscriptions' and traces', and webhooks' (scripts/webhooks.py).
+`--churn`, `--hostile`, `--live`, `--webhooks` and `--assigned` print only the follower's
+figures, hostile requests', subscriptions' and traces', webhooks' (scripts/webhooks.py),
+and `assignedToMe` lists' beside other shapes (scripts/assigned.py).
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import churn, hostile, live, webhooks
+from scripts import assigned, churn, hostile, live, webhooks
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -152,13 +153,16 @@ def serve(uri: str, db_name: str, log: Path, **settings: str) -> Served:
         time.sleep(0.05)
 
 
-def counts_in_memory(url: str, limit_s: float = 600) -> float:
+def counts_in_memory(
+    url: str, limit_s: float = 600, headers: dict[str, str] | None = None
+) -> float:
     """Seconds until the server keeps its counts of suspended runs in memory: its first
     count starts their read (here, a scrape of /metrics), which lists are timed after, as
     a server that has run a while serves them."""
     started = time.perf_counter()
     while time.perf_counter() - started < limit_s:
-        if "suspended_runs_counts_in_memory 1.0" in httpx.get(f"{url}/metrics", timeout=120).text:
+        scraped = httpx.get(f"{url}/metrics", timeout=120, headers=headers).text
+        if "suspended_runs_counts_in_memory 1.0" in scraped:
             return time.perf_counter() - started
         time.sleep(0.2)
     raise SystemExit(f"the counts were not in memory within {limit_s:.0f} s")
@@ -500,6 +504,8 @@ def main() -> int:
         return live_main(args)
     if args.webhooks:
         return webhooks_main(args)
+    if args.assigned:
+        return assigned_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -558,6 +564,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--webhook-burst", type=int, default=1000, help="suspensions at once")
     parser.add_argument("--webhook-singles", type=int, default=100, help="suspensions, one a time")
     parser.add_argument("--hostile", action="store_true", help="only hostile requests' figures")
+    parser.add_argument(
+        "--assigned", action="store_true", help="only assignedToMe lists' figures, by --sizes"
+    )
     parser.add_argument("--hostile-agents", type=int, default=300, help="agents, a run each")
     parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
     parser.add_argument("--hostile-kb", type=int, default=900, help="kB of each query")
@@ -669,6 +678,39 @@ def webhooks_main(args: argparse.Namespace) -> int:
     print(f"| a burst of {args.webhook_burst:,} suspensions: delivered/s | {found['rate']:,.0f} |")
     delays = webhooks.summary(found["delays"])
     print(f"| write -> delivered, one at a time (median / p99) | {delays} |")
+    return 0
+
+
+def assigned_main(args: argparse.Namespace) -> int:
+    """`--assigned`: lists of `assignedToMe` beside `all agents` and `by agent`, per size."""
+    sizes = [int(s) for s in args.sizes.split(",")]
+    found: dict[int, dict[str, tuple[list[float], list[float]]]] = {}
+    listed: dict[int, dict[str, int]] = {}
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        for n in sizes:
+            db = f"bench_assigned_{n}"
+            _say(f"N={n}: loading")
+            load(mongo.uri, db, n)
+            uri = settled(mongo)
+            served = serve(uri, db, log, **assigned.settings(Path(folder)))
+            try:
+                counts_in_memory(served.url, headers=assigned.headers())
+                _say(f"N={n}: {args.requests} requests per figure")
+                listed[n] = assigned.totals(served.url)
+                found[n] = assigned.figures(served.url, args.requests)
+            finally:
+                served.stop()
+    columns = " | ".join(f"N={n:,}" for n in sizes)
+    print("\n## assignedToMe beside other shapes (page of 20, ms median / p95, without total ·")
+    print("with total; one server per size, embedded MongoDB)\n")
+    print(f"| shape | {columns} |\n|---|" + "---:|" * len(sizes))
+    for name in found[sizes[0]]:
+        cells = [found[n][name] for n in sizes]
+        shown = [(f"{_cell(a)} · " if a else "") + _cell(b) for a, b in cells]
+        print(f"| {name} | {' | '.join(shown)} |")
+    for name in listed[sizes[0]]:
+        print(f"| runs listed, {name} | {' | '.join(f'{listed[n][name]:,}' for n in sizes)} |")
     return 0
 
 

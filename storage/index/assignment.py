@@ -11,7 +11,7 @@ answers. The bands of an agent never overlap, so a list and its count are their 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -55,6 +55,44 @@ def assigned_queries(query: Document, bands: Iterable[AssignedBand]) -> list[Doc
             continue
         narrowed.append({**query, **band.query()})
     return narrowed
+
+
+CHECKED_FIELDS: Document = {
+    f"{TOOL_CALLS}.toolName": 1,
+    f"{TOOL_CALLS}.decision.action": 1,
+    "suspendedAt": 1,
+}
+"""What `checked` reads of an entry besides what a list reads."""
+
+
+def checked(shape: Document) -> tuple[Document, Callable[[Document], bool] | None]:
+    """A band's query as the database is asked it (its equalities, which an index serves),
+    and the check of its calls and its suspension, made here of each entry read; `shape`
+    and None for any other. The embedded server scans every entry for a query that names
+    a field no index holds; a real MongoDB would check them on each entry read, as here."""
+    if TOOL_CALLS not in shape:
+        return shape, None
+    asked = {k: v for k, v in shape.items() if k not in (TOOL_CALLS, "suspendedAt")}
+    calls, suspended = shape[TOOL_CALLS]["$elemMatch"], shape.get("suspendedAt")
+
+    def check(doc: Document) -> bool:
+        return pending_match(doc, calls) and _suspended_within(doc.get("suspendedAt"), suspended)
+
+    return asked, check
+
+
+def _suspended_within(moment: object, condition: Document | None) -> bool:
+    """`moment` against `AssignedBand.query`'s condition on `suspendedAt`."""
+    if condition is None:
+        return True
+    if "$not" in condition:
+        return not (isinstance(moment, datetime) and moment <= condition["$not"]["$lte"])
+    after = condition.get("$gt")
+    return (
+        isinstance(moment, datetime)
+        and (after is None or moment > after)
+        and moment <= condition["$lte"]
+    )
 
 
 def pending_match(doc: Document, condition: Document) -> bool:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.index.assignment import TOOL_CALLS
+from suspended_runs.storage.index.assignment import CHECKED_FIELDS, TOOL_CALLS, checked
 from suspended_runs.storage.index.filters import Span, WindowWalk, remember, shape_key
 from suspended_runs.storage.index.version import IndexVersion
 from suspended_runs.storage.types import Document, RunStatus
@@ -99,8 +99,16 @@ class RunCounts:
         `createdAt` alone (on the embedded server, about what counting them costs), so a
         window that holds many (a walk across a gap in time, new runs piling into the
         newest) is cut where its matches are, and a later change there costs one piece."""
-        found = self.collection.find(_within(shape, window), {"_id": 0, "createdAt": 1})
-        moments = sorted([doc["createdAt"] async for doc in found if "createdAt" in doc])
+        asked, check = checked(shape)
+        fields = {"_id": 0, "createdAt": 1, **(CHECKED_FIELDS if check else {})}
+        found = self.collection.find(_within(asked, window), fields)
+        moments = sorted(
+            [
+                doc["createdAt"]
+                async for doc in found
+                if "createdAt" in doc and (not check or check(doc))
+            ]
+        )
         cuts = sorted({moments[i - 1] for i in range(_CHUNK, len(moments), _CHUNK)})
         cuts = [cut for cut in cuts if window.upto is None or cut < window.upto]
         below = [0, *(bisect.bisect_right(moments, cut) for cut in cuts), len(moments)]

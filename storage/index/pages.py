@@ -17,6 +17,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pymongo.asynchronous.collection import AsyncCollection
 
+from suspended_runs.storage.index.assignment import CHECKED_FIELDS, checked
 from suspended_runs.storage.index.counts import RunCounts
 from suspended_runs.storage.index.entry import RunEntry, read_entry
 from suspended_runs.storage.index.filters import (
@@ -99,11 +100,12 @@ class RunPages:
         `createdAt < c or (createdAt == c and runId > r)` without a top-level $or, which the
         embedded server scans for."""
         read, need, after, at, now = ask.read, ask.need, ask.after, ask.at, ask.now
+        asked, check = checked(shape)
         found: list[_Keyed] = []
         if after is not None:
             if span.holds(after.created_at):
-                ties = {**shape, "createdAt": after.created_at, "runId": {"$gt": after.run_id}}
-                found += await self._find(ties, need, read)
+                ties = {**asked, "createdAt": after.created_at, "runId": {"$gt": after.run_id}}
+                found += await self._find(ties, need, read, check)
             span = span.below(after.created_at)
         newest, reach = self._reached.get(repr(shape)) or (None, None)
         walk = WindowWalk(
@@ -116,8 +118,8 @@ class RunPages:
         )
         while not walk.done:
             window = walk.window().to_query()
-            query = {**shape, "createdAt": window} if window else shape
-            more = await self._find(query, walk.wanted, read)
+            query = {**asked, "createdAt": window} if window else asked
+            more = await self._find(query, walk.wanted, read, check)
             found += more
             walk.saw(len(more))
         if found:
@@ -133,9 +135,29 @@ class RunPages:
         if first_page:
             remember(self._reached, repr(shape), (entries[0].created_at, entries[-1].created_at))
 
-    async def _find(self, query: Document, limit: int, read: _Reading[_Keyed]) -> list[_Keyed]:
-        cursor = self.collection.find(query, read.projection, sort=SORT, limit=limit)
-        return [found async for doc in cursor if (found := read.convert(doc)) is not None]
+    async def _find(
+        self,
+        query: Document,
+        limit: int,
+        read: _Reading[_Keyed],
+        check: Callable[[Document], bool] | None = None,
+    ) -> list[_Keyed]:
+        """The first `limit` entries `query` matches in list order (with `check`, of those
+        it passes: read until `limit` pass, or the query's matches end)."""
+        if check is None:
+            cursor = self.collection.find(query, read.projection, sort=SORT, limit=limit)
+            return [kept async for doc in cursor if (kept := read.convert(doc)) is not None]
+        projection = read.projection
+        if any(projection.get(name) == 1 for name in projection):  # an inclusion
+            projection = {**projection, **CHECKED_FIELDS}
+        found: list[_Keyed] = []
+        async with self.collection.find(query, projection, sort=SORT) as cursor:
+            async for doc in cursor:
+                if check(doc) and (entry := read.convert(doc)) is not None:
+                    found.append(entry)
+                    if len(found) >= limit:
+                        break
+        return found
 
 
 def _read_key(doc: Document) -> Cursor | None:

@@ -50,7 +50,10 @@ _PROJECTION = {
     **{f: 1 for f in _FIELDS},
     f"{TOOL_CALLS}.toolName": 1,
     f"{TOOL_CALLS}.decision.action": 1,
+    "suspendedAt": 1,
 }
+_Run = tuple[Key, datetime, datetime | None]
+"""A suspended run as the tallies keep it: its scope, `createdAt` and `suspendedAt`."""
 _BATCH = 500
 """Entries read at a time while loading: each batch is one short turn of the database."""
 _MOST_CHANGED = 50_000
@@ -74,9 +77,12 @@ class SuspendedTallies:
         """False while this process fills a new index: what it would read is soon stale."""
         self._version: IndexVersion | None = None
         """The version the tallies are exact at (or later); None: not read."""
-        self._runs: dict[str, tuple[Key, datetime]] = {}
+        self._runs: dict[str, _Run] = {}
         self._moments: dict[Key, list[datetime]] = {}
         """Each key's suspended runs as their `createdAt`, sorted."""
+        self._suspensions: dict[Key, list[datetime]] = {}
+        """Each key with pending tools, its runs' `suspendedAt` (those that state one),
+        sorted: what an escalation's band counts by."""
         self._scopes: dict[Key, Key] = {}
         """One copy of each scope, which its runs share (at 100,000 runs, 30 MB less)."""
         self._toolsets: dict[str, frozenset[str | None]] = {}
@@ -93,16 +99,29 @@ class SuspendedTallies:
         """How many suspended runs match `shape` within `span`, exact as of `version` or
         later; None when the tallies cannot say (not read yet, or not a tallied shape)."""
         key = _key(shape)
-        if key is None or not await self._current(version):
+        suspended = shape.get("suspendedAt")
+        if key is None or (suspended is not None and (span.after or span.upto)):
+            return None  # a band of `suspendedAt` is counted within an open span only
+        if not await self._current(version):
             return None
         base, tools = key
         if tools is None:
             return _within(self._moments.get(base, []), span)
-        return sum(
-            _within(self._moments.get((*base, (_TOOLS, text)), []), span)
-            for text, named in list(self._toolsets.items())
-            if named & tools
-        )
+        keys = [(*base, (_TOOLS, text)) for text, named in self._toolsets.items() if named & tools]
+        if suspended is None:
+            return sum(_within(self._moments.get(k, []), span) for k in keys)
+        return sum(self._in_band(k, suspended) for k in keys)
+
+    def _in_band(self, key: Key, condition: Document) -> int:
+        """The runs of `key` whose `suspendedAt` meets an escalation band's condition
+        (storage/index/assignment.py); `$not` also holds those that state none."""
+        dated = self._suspensions.get(key, [])
+        if "$not" in condition:
+            return len(self._moments.get(key, ())) - bisect.bisect_right(
+                dated, condition["$not"]["$lte"]
+            )
+        below = bisect.bisect_right(dated, condition["$gt"]) if "$gt" in condition else 0
+        return max(0, bisect.bisect_right(dated, condition["$lte"]) - below)
 
     async def by_agent(
         self, version: IndexVersion, agent_ids: list[str], resource_ids: frozenset[str] | None
@@ -179,7 +198,7 @@ class SuspendedTallies:
         version = await self._read_version()
         if not isinstance(version.at, datetime):
             return False  # nothing written since the index kept versions: nothing to see since
-        runs: dict[str, tuple[Key, datetime]] = {}
+        runs: dict[str, _Run] = {}
         scopes: dict[Key, Key] = {}
         toolsets: dict[str, frozenset[str | None]] = {}
         query = {"status": _SUSPENDED}
@@ -195,20 +214,24 @@ class SuspendedTallies:
             self._version = version
         return True
 
-    def _fill(self, runs: dict[str, tuple[Key, datetime]], scopes: dict[Key, Key]) -> None:
+    def _fill(self, runs: dict[str, _Run], scopes: dict[Key, Key]) -> None:
         self._runs, self._scopes = runs, scopes
         moments: dict[Key, list[datetime]] = {}
-        for scope, created_at in runs.values():
+        suspensions: dict[Key, list[datetime]] = {}
+        for scope, created_at, suspended_at in runs.values():
             for key in _keys(scope):
                 moments.setdefault(key, []).append(created_at)
-        for listed in moments.values():
+                if suspended_at is not None and _tooled(key):
+                    suspensions.setdefault(key, []).append(suspended_at)
+        for listed in [*moments.values(), *suspensions.values()]:
             listed.sort()
-        self._moments = moments
+        self._moments, self._suspensions = moments, suspensions
 
     def _forget(self) -> None:
         self._version = None
         self._runs = {}
         self._moments = {}
+        self._suspensions = {}
         self._scopes = {}
         self._toolsets = {}
 
@@ -220,20 +243,24 @@ class SuspendedTallies:
         if (was := self._runs.pop(run_id, None)) is not None:
             for key in _keys(was[0]):
                 _remove(self._moments, key, was[1])
+                if was[2] is not None and _tooled(key):
+                    _remove(self._suspensions, key, was[2])
         run = _run(doc, self._scopes, self._toolsets) if doc.get("status") == _SUSPENDED else None
         if run is not None:
             self._runs[run_id] = run
             for key in _keys(run[0]):
                 bisect.insort(self._moments.setdefault(key, []), run[1])
+                if run[2] is not None and _tooled(key):
+                    bisect.insort(self._suspensions.setdefault(key, []), run[2])
         if len(self._scopes) > 2 * len(self._runs) + 1024:  # those of runs gone since
-            self._scopes = {scope: scope for scope, _ in self._runs.values()}
+            self._scopes = {run[0]: run[0] for run in self._runs.values()}
 
 
 def _run(
     doc: Document, scopes: dict[Key, Key], toolsets: dict[str, frozenset[str | None]]
-) -> tuple[Key, datetime] | None:
-    """An entry's scope (the copy in `scopes`, which its runs share) and `createdAt`; the
-    text of its pending tools is added to `toolsets`."""
+) -> _Run | None:
+    """An entry's scope (the copy in `scopes`, which its runs share), `createdAt` and
+    `suspendedAt`; the text of its pending tools is added to `toolsets`."""
     created_at = doc.get("createdAt")
     if not isinstance(doc.get("runId"), str) or not isinstance(created_at, datetime):
         return None  # malformed: not counted by the tallies nor listed by a window
@@ -248,7 +275,9 @@ def _run(
     text = _toolset(named)
     toolsets.setdefault(text, named)
     scope = (*scope, (_TOOLS, text))
-    return scopes.setdefault(scope, scope), created_at
+    suspended_at = doc.get("suspendedAt")
+    dated = suspended_at if isinstance(suspended_at, datetime) else None
+    return scopes.setdefault(scope, scope), created_at, dated
 
 
 def _toolset(named: frozenset[str | None]) -> str:
@@ -259,9 +288,9 @@ def _key(shape: Document) -> tuple[Key, frozenset[str | None] | None] | None:
     """The tallies' key of a count's shape, and the tools one of its runs' pending calls
     must name (None: any); None for a shape they do not keep."""
     tools = _pending_tools(shape.get(TOOL_CALLS))
-    allowed = {"status", *_FIELDS, *([TOOL_CALLS] if tools is not None else [])}
+    allowed = {"status", *_FIELDS, *([TOOL_CALLS, "suspendedAt"] if tools is not None else [])}
     if shape.get("status") != _SUSPENDED or not set(shape) <= allowed:
-        return None  # among others, an escalation's band of `suspendedAt`
+        return None
     if not all(isinstance(shape[f], str) for f in _FIELDS if f in shape):
         return None  # a scope's `$in` asked as it is (beyond the spelled-out ones)
     if tools is not None and not isinstance(shape.get("agentId"), str):
@@ -307,3 +336,8 @@ def _within(moments: list[datetime], span: Span) -> int:
     low = 0 if span.after is None else bisect.bisect_right(moments, span.after)
     high = len(moments) if span.upto is None else bisect.bisect_right(moments, span.upto)
     return max(0, high - low)
+
+
+def _tooled(key: Key) -> bool:
+    """Whether a key names pending tools (its runs' suspensions are kept too)."""
+    return bool(key) and key[-1][0] == _TOOLS

@@ -27,6 +27,7 @@ from tests.builders import T0, approval, entry, read_for_counts, varied_calls
 
 AGENTS, RESOURCES, THREADS = 3, 5, 7
 
+MIDDLE = T0 + timedelta(seconds=150)
 FILTERS = [
     RunFilter(),
     RunFilter(agent_id="a-1"),
@@ -51,6 +52,14 @@ FILTERS = [
         thread_id="t-3",
         assigned=(AssignedBand("a-0", ("deleteFile", "sendMail")),),
     ),
+    RunFilter(  # escalated: deleteFile from the start, sendMail too once suspended by MIDDLE
+        assigned_to_me=True,
+        assigned=(
+            AssignedBand("a-1", ("deleteFile",), suspended_after=MIDDLE),
+            AssignedBand("a-1", ("deleteFile", "sendMail"), suspended_upto=MIDDLE),
+            AssignedBand("a-2", (None,), suspended_after=MIDDLE - timedelta(seconds=50)),
+        ),
+    ),
 ]
 
 
@@ -71,6 +80,7 @@ async def indexes(db, monkeypatch: pytest.MonkeyPatch) -> tuple[RunIndex, RunInd
             resource_id=None if i % 11 == 0 else f"res-{i % RESOURCES}",
             thread_id=None if i % 13 == 0 else f"t-{i % THREADS}",
             created_at=T0 + timedelta(seconds=min(i, 299 - 1)),
+            suspended_at=None if i % 17 == 0 else T0 + timedelta(seconds=i),
             tool_calls=varied_calls(i),
         )
         for i in range(300)
