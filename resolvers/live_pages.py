@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -47,6 +48,9 @@ class _Feed(Generic[T]):
     token: Any = _UNREAD
     """The index's version the value was read at (or its last evaluation started at)."""
     subscribers: int = 0
+    ticking: bool = False
+    """Its page also changes with the clock alone (an escalation): evaluated every second
+    as well as on every new version."""
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
     evaluating: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -86,17 +90,20 @@ class LivePages:
         caller: str,
         evaluate: Callable[[], Awaitable[T]],
         same: Callable[[T, T], bool],
+        *,
+        ticking: bool = False,
     ) -> AsyncIterator[T]:
         """The pages of `key`, the current one first; `evaluate` reads one (for the first
-        subscriber of a key; later ones share its feed). Raises SubscriptionLimit when
-        `caller` already holds `max_per_caller` subscriptions here."""
+        subscriber of a key; later ones share its feed), on every new version and, when
+        `ticking`, every second. Raises SubscriptionLimit when `caller` already holds
+        `max_per_caller` subscriptions here."""
         held = self._callers.get(caller, 0)
         if held >= self.max_per_caller:
             raise SubscriptionLimit(self.max_per_caller)
         self._callers[caller] = held + 1
         feed = self._feeds.get(key)
         if feed is None:
-            feed = self._feeds[key] = _Feed(evaluate, same)
+            feed = self._feeds[key] = _Feed(evaluate, same, ticking=ticking)
         feed.subscribers += 1
         SUBSCRIBERS.inc()
         self._ensure_watcher()
@@ -125,10 +132,11 @@ class LivePages:
         """Until nobody subscribes: on every new version, each feed evaluated once."""
         while self._feeds:
             try:
-                token = (await self.storage.runs.version()).token
-                stale = [feed for feed in self._feeds.values() if feed.token != token]
+                version = (await self.storage.runs.version()).token
+                tokens = [(feed, _token(feed, version)) for feed in self._feeds.values()]
                 results = await asyncio.gather(
-                    *(feed.refresh(token) for feed in stale), return_exceptions=True
+                    *(feed.refresh(token) for feed, token in tokens if feed.token != token),
+                    return_exceptions=True,
                 )
                 for failed in (r for r in results if isinstance(r, Exception)):
                     log.warning("a subscribed page could not be read; retrying", exc_info=failed)
@@ -154,7 +162,7 @@ class _Subscription(AsyncIterator[T]):
         feed = self._feed
         try:
             if feed.value is None:  # the first page at once, not at the next change
-                await feed.refresh((await self._pages.storage.runs.version()).token)
+                await feed.refresh(_token(feed, (await self._pages.storage.runs.version()).token))
             async with feed.changed:
                 await feed.changed.wait_for(lambda: feed.number > self._seen)
                 self._seen = feed.number
@@ -168,3 +176,9 @@ class _Subscription(AsyncIterator[T]):
         if not self._closed:
             self._closed = True
             self._pages._leave(self._key, self._caller, self._feed)
+
+
+def _token(feed: _Feed[Any], version: Any) -> Any:
+    """What a feed's page is read as of: the index's version, and for a ticking feed the
+    second too."""
+    return (version, int(time.time())) if feed.ticking else version

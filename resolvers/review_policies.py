@@ -98,6 +98,11 @@ class ReviewPolicies:
         return next((p for p in self.policies if p.matches(agent_id, tool_name)), None)
 
     @property
+    def escalating(self) -> bool:
+        """Whether a call's reviewers may change with time alone."""
+        return any(p.escalate_after is not None for p in self.policies)
+
+    @property
     def needing_authentication(self) -> list[ReviewPolicy]:
         return [p for p in self.policies if p.needs_authentication]
 

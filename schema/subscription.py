@@ -62,7 +62,9 @@ class Subscription:
             page = await resolvers.suspended_runs(fresh, run_filter, paging, with_total=with_total)
             return SuspendedRunsPage.from_page(page)
 
-        return context.live.subscribe(key, principal.subject, evaluate, _same)
+        # An escalation changes who a list is assigned to with no write: read every second.
+        ticking = run_filter.assigned_to_me and context.policy.reviews.escalating
+        return context.live.subscribe(key, principal.subject, evaluate, _same, ticking=ticking)
 
 
 def _same(old: SuspendedRunsPage, new: SuspendedRunsPage) -> bool:

@@ -151,7 +151,8 @@ class RunPages:
         if any(projection.get(name) == 1 for name in projection):  # an inclusion
             projection = {**projection, **CHECKED_FIELDS}
         found: list[_Keyed] = []
-        async with self.collection.find(query, projection, sort=SORT) as cursor:
+        # A batch of `limit`: most entries of a band pass, and each read is decoded whole.
+        async with self.collection.find(query, projection, sort=SORT, batch_size=limit) as cursor:
             async for doc in cursor:
                 if check(doc) and (entry := read.convert(doc)) is not None:
                     found.append(entry)

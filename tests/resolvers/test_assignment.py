@@ -3,15 +3,30 @@ pending calls a review policy assigns the caller, by subject, by group, and by e
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import httpx
 
 from suspended_runs.resolvers.access import Principal, Role, Scope
 from suspended_runs.resolvers.assignment import assigned_bands
 from suspended_runs.resolvers.review_policies import ReviewPolicies
+from suspended_runs.server import Settings
 from suspended_runs.storage import AssignedBand
-from tests.helpers import APPROVE, Gql, act, eventually, suspended_doc
+from tests.graphql_ws import next_for, open_session, page_of, subscribe
+from tests.helpers import (
+    APPROVE,
+    Gql,
+    ThreadedServer,
+    act,
+    eventually,
+    make_gql,
+    suspended_doc,
+)
 from tests.helpers import start_run as start
 
 POLICIES = [
@@ -114,3 +129,40 @@ def test_tools_escalated_after_different_delays_make_disjoint_bands() -> None:
     )
     anonymous = Principal("anonymous", Role.ADMIN, Scope.ALL, authenticated=False)
     assert assigned_bands(policies, tools, anonymous, now) == ()
+
+
+async def test_an_escalation_reaches_polls_and_subscriptions_without_a_write(
+    settings: Settings, keys: tuple[Path, dict[str, str]]
+) -> None:
+    policy = {
+        "agentId": "file-cleaner",
+        "reviewers": ["key:alice"],
+        "escalateAfterSeconds": 4,
+        "escalateTo": ["key:carol"],
+    }
+    rules = settings.model_copy(
+        update={"api_keys_file": keys[0], "review_policies": json.dumps([policy])}
+    )
+    mine = "{ suspendedRuns(filter: {assignedToMe: true}) { total runs { runId } } }"
+    carol = {"x-api-key": keys[1]["carol"]}
+    with ThreadedServer(rules) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            run_id = (
+                await start(make_gql(client, {"x-api-key": keys[1]["starter"]}), "file-cleaner")
+            )["runId"]
+            ws = await open_session(url, {"apiKey": keys[1]["carol"]})
+            first = await subscribe(ws, "1", f"subscription {mine}")
+            assert first["payload"]["data"]["suspendedRuns"]["total"] == 0
+            polled = await client.get("/graphql", params={"query": mine}, headers=carol)
+            assert polled.json()["data"]["suspendedRuns"]["total"] == 0
+            tag = {**carol, "if-none-match": polled.headers["etag"]}
+            assert (
+                await client.get("/graphql", params={"query": mine}, headers=tag)
+            ).status_code == 304
+            async with asyncio.timeout(15):  # escalated four seconds after it suspended
+                pushed = await page_of(ws, "1", await next_for(ws, "1"), 1)
+            assert [run["runId"] for run in pushed["runs"]] == [run_id]
+            again = await client.get("/graphql", params={"query": mine}, headers=tag)
+            assert again.status_code == 200, "an ETag'd poll answered as before the escalation"
+            assert again.json()["data"]["suspendedRuns"]["runs"] == [{"runId": run_id}]
+            await ws.close()
