@@ -686,6 +686,7 @@ def assigned_main(args: argparse.Namespace) -> int:
     sizes = [int(s) for s in args.sizes.split(",")]
     found: dict[int, dict[str, tuple[list[float], list[float]]]] = {}
     listed: dict[int, dict[str, int]] = {}
+    peak: dict[int, float] = {}
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
         for n in sizes:
@@ -699,6 +700,7 @@ def assigned_main(args: argparse.Namespace) -> int:
                 _say(f"N={n}: {args.requests} requests per figure")
                 listed[n] = assigned.totals(served.url)
                 found[n] = assigned.figures(served.url, args.requests)
+                peak[n] = served.memory_mb()[1]
             finally:
                 served.stop()
     columns = " | ".join(f"N={n:,}" for n in sizes)
@@ -711,6 +713,7 @@ def assigned_main(args: argparse.Namespace) -> int:
         print(f"| {name} | {' | '.join(shown)} |")
     for name in listed[sizes[0]]:
         print(f"| runs listed, {name} | {' | '.join(f'{listed[n][name]:,}' for n in sizes)} |")
+    print(f"| peak RSS of the server | {' | '.join(f'{peak[n]:.0f} MB' for n in sizes)} |")
     return 0
 
 
