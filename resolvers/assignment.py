@@ -18,8 +18,8 @@ from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.review_policies import GROUP_PREFIX, ReviewPolicies
 from suspended_runs.storage import AssignedBand, RunFilter
 
-_ALWAYS = timedelta(0)
-"""A call assigned as soon as its run waits (named among `reviewers`)."""
+_ALWAYS = None
+"""The delay of a call assigned as soon as its run waits (named among `reviewers`)."""
 
 
 async def narrowed(context: Context, run_filter: RunFilter) -> RunFilter:
@@ -42,11 +42,12 @@ def assigned_bands(
     if not principal.authenticated:
         return ()  # a policy's names mean nothing on an open server: nobody is assigned
     names = {principal.subject, *(GROUP_PREFIX + group for group in principal.groups)}
-    delays: dict[str, dict[timedelta, set[str | None]]] = {}
+    delays: dict[str, dict[timedelta | None, set[str | None]]] = {}
     for agent_id, tool_name in tools:
         policy = policies.match(agent_id, tool_name)
         if policy is None:
             continue
+        delay: timedelta | None
         if names & set(policy.reviewers or ()):
             delay = _ALWAYS
         elif names & set(policy.escalate_to) and policy.escalate_after is not None:
@@ -60,14 +61,14 @@ def assigned_bands(
 
 
 def _bands(
-    agent_id: str, delays: dict[timedelta, set[str | None]], now: datetime
+    agent_id: str, delays: dict[timedelta | None, set[str | None]], now: datetime
 ) -> list[AssignedBand]:
     """Disjoint bands of one agent's runs by how long they have waited: the runs of each
     band hold the tools assigned after its delay, and those of every shorter delay."""
     bands = []
     tools: set[str | None] = set(delays.get(_ALWAYS, ()))
     upper: datetime | None = None  # the newest suspension a band holds (None: open above)
-    for delay in sorted(d for d in delays if d != _ALWAYS):
+    for delay in sorted(d for d in delays if d is not None):
         cutoff = now - delay
         if tools:
             bands.append(_band(agent_id, tools, cutoff, upper))

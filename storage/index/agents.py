@@ -60,7 +60,9 @@ class AgentList:
         ]
         rows = [row["_id"] async for row in await entries.aggregate(calls)]
         tools = {
-            (r["agentId"], r.get("toolName")) for r in rows if isinstance(r.get("agentId"), str)
+            (r["agentId"], tool_name(r.get("toolName")))
+            for r in rows
+            if isinstance(r.get("agentId"), str)
         }
         update.setdefault("$addToSet", {})["tools"] = {"$each": _tools(tools)}
         await self.state.update_one({"_id": AGENTS_ID}, update, upsert=True)
@@ -88,6 +90,12 @@ class AgentList:
             for seen in doc.get("tools", [])
             if isinstance(seen, dict) and isinstance(seen.get("agentId"), str)
         }
+
+
+def tool_name(value: object) -> str | None:
+    """A call's tool as the index reads it: a name that is not a string is None, as an
+    entry reads it (storage/index/entry.py), and as review policies then match it."""
+    return value if isinstance(value, str) else None
 
 
 def _tools(pairs: set[tuple[str, str | None]]) -> list[Document]:

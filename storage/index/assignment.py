@@ -23,8 +23,9 @@ TOOL_CALLS = "toolCalls"
 @dataclass(frozen=True, slots=True)
 class AssignedBand:
     """Runs of `agent_id` with a pending call of one of `tool_names` (None: a call whose
-    tool could not be read), suspended after `suspended_after` (exclusive; None: open, and
-    a run with no suspension time is in the band) up to `suspended_upto` (inclusive)."""
+    tool could not be read), suspended after `suspended_after` (exclusive; None: open) up
+    to `suspended_upto` (inclusive; None: open, and a run with no suspension time is in
+    the band: it waits unescalated)."""
 
     agent_id: str
     tool_names: tuple[str | None, ...]
@@ -103,6 +104,8 @@ def pending_match(doc: Document, condition: Document) -> bool:
         return False
     tools = condition.get("toolName", {}).get("$in", ())
     return any(
-        isinstance(call, dict) and call.get("decision") is None and call.get("toolName") in tools
+        isinstance(call, dict)
+        and call.get("decision") is None
+        and (name if isinstance(name := call.get("toolName"), str) else None) in tools
         for call in calls
     )

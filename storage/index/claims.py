@@ -156,6 +156,7 @@ class ClaimWrites(IndexWriter):
             update["$unset"] = {"expiresAt": ""}
         happened = []
         if after.status is RunStatus.SUSPENDED:
+            await self._agents.note([after])  # its calls' tools, which assignedToMe asks by
             happened = [events.suspended(after, _now())]
         elif after.status in FINISHED:
             happened = [events.settled(after, _now())]

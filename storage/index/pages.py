@@ -107,7 +107,7 @@ class RunPages:
                 ties = {**asked, "createdAt": after.created_at, "runId": {"$gt": after.run_id}}
                 found += await self._find(ties, need, read, check)
             span = span.below(after.created_at)
-        newest, reach = self._reached.get(repr(shape)) or (None, None)
+        newest, reach = self._reached.get(_remembered_as(shape)) or (None, None)
         walk = WindowWalk(
             span,
             top=newest or at.newest or now,
@@ -133,7 +133,8 @@ class RunPages:
         if density := walk.learned(entries[-1].created_at, entries[0].created_at):
             self._densities[shape_key(shape)] = density
         if first_page:
-            remember(self._reached, repr(shape), (entries[0].created_at, entries[-1].created_at))
+            reached = (entries[0].created_at, entries[-1].created_at)
+            remember(self._reached, _remembered_as(shape), reached)
 
     async def _find(
         self,
@@ -159,6 +160,14 @@ class RunPages:
                     if len(found) >= limit:
                         break
         return found
+
+
+def _remembered_as(shape: Document) -> str:
+    """A shape as the walks remember it: an escalation band's `suspendedAt` by its form,
+    not its moment (that moves every request: each would push others out)."""
+    if "suspendedAt" not in shape:
+        return repr(shape)
+    return repr({**shape, "suspendedAt": sorted(shape["suspendedAt"])})
 
 
 def _read_key(doc: Document) -> Cursor | None:

@@ -25,6 +25,7 @@ from datetime import datetime
 
 from pymongo.asynchronous.collection import AsyncCollection
 
+from suspended_runs.storage.index.agents import tool_name
 from suspended_runs.storage.index.assignment import TOOL_CALLS
 from suspended_runs.storage.index.counts import written_since
 from suspended_runs.storage.index.filters import Span
@@ -266,12 +267,11 @@ def _run(
         return None  # malformed: not counted by the tallies nor listed by a window
     scope = tuple((f, doc[f]) for f in _FIELDS if isinstance(doc.get(f), str))
     calls = doc.get(TOOL_CALLS)
-    pending = {
-        call.get("toolName")
+    named = frozenset(
+        tool_name(call.get("toolName"))
         for call in (calls if isinstance(calls, list) else ())
         if isinstance(call, dict) and call.get("decision") is None
-    }
-    named = frozenset(name if isinstance(name, str) else None for name in pending)
+    )
     text = _toolset(named)
     toolsets.setdefault(text, named)
     scope = (*scope, (_TOOLS, text))

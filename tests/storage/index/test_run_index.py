@@ -18,9 +18,15 @@ from suspended_runs.storage import (
     RunIndex,
     RunStatus,
     Runtime,
+    ToolCall,
 )
 from suspended_runs.storage.events.outbox import EventOutbox
-from suspended_runs.storage.types import EVENTS_COLLECTION, WEBHOOKS_COLLECTION
+from suspended_runs.storage.index.agents import AGENTS_ID
+from suspended_runs.storage.types import (
+    EVENTS_COLLECTION,
+    FOLLOWER_STATE_COLLECTION,
+    WEBHOOKS_COLLECTION,
+)
 from tests.builders import T0, approval, entry, read_for_counts
 
 
@@ -265,6 +271,34 @@ async def test_agents_are_kept_as_entries_are_written_and_found_in_an_older_inde
     ]
     counts = await index.suspended_by_agent(RunFilter())
     assert counts == {k: 1 for k in await index.agents()}
+
+
+async def test_every_calls_tool_is_kept_and_found_in_an_older_index_as_entries_read_it(
+    db,
+) -> None:
+    older = db[RUNS_COLLECTION]
+    odd = entry(run_id="r-old", agent_id="legacy").to_document()
+    odd["toolCalls"] = [
+        {"toolCallId": "c-1", "toolName": {"not": "text"}, "decision": None},
+        {"toolCallId": "c-2", "toolName": 5, "decision": None},
+        {"toolCallId": "c-3", "toolName": "x", "decision": None},
+    ]
+    await older.insert_one(odd)
+    agents_before_tools = {"_id": AGENTS_ID, "seen": [{"agentId": "legacy", "runtime": "mastra"}]}
+    await db[FOLLOWER_STATE_COLLECTION].insert_one(agents_before_tools)
+    index = RunIndex(older, retention=timedelta(days=7))
+    await index.ensure_indexes()
+    await index.claims.put_started(entry(run_id="r-1", agent_id="a-py", runtime=Runtime.PYTHON))
+    seen = await index.get("r-1")
+    assert seen is not None
+    rolled = replace(seen, tool_calls=(ToolCall("c-9", "rollback", True),))
+    assert await index.claims.settle_seen(seen, rolled)  # suspended again, on a new tool
+    assert await index.tools() == {
+        ("legacy", None),
+        ("legacy", "x"),
+        ("a-py", "deleteFile"),
+        ("a-py", "rollback"),
+    }
 
 
 async def test_a_quiet_agents_page_does_not_walk_the_time_since_its_last_run(

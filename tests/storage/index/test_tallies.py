@@ -191,6 +191,18 @@ async def test_a_malformed_entry_is_left_out_and_the_others_counted(indexes) -> 
     await assert_exact(first)
 
 
+async def test_a_tool_name_that_is_not_text_is_listed_and_counted_as_none(indexes) -> None:
+    first, second = indexes
+    odd = entry(run_id="odd", agent_id="a-1", created_at=T0 + timedelta(seconds=5)).to_document()
+    odd["toolCalls"] = [{"toolCallId": "c-1", "toolName": {"not": "text"}, "decision": None}]
+    await second.writes.insert_one(odd)
+    unnamed = RunFilter(assigned_to_me=True, assigned=(AssignedBand("a-1", (None,)),))
+    listed = [e.run_id for e in await first.page(unnamed, limit=500, now=T0)]
+    assert "odd" in listed
+    await read_tallies(first)
+    assert await first.count(unnamed, now=T0) == len(listed)
+
+
 async def test_the_process_filling_a_new_index_reads_none_until_it_is_done(db) -> None:
     """Its first reconcile changes the epoch with every batch: what it read would be stale."""
     index = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
