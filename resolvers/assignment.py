@@ -17,6 +17,7 @@ from suspended_runs.resolvers.access import Principal
 from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.review_policies import GROUP_PREFIX, ReviewPolicies
 from suspended_runs.storage import AssignedBand, RunFilter
+from suspended_runs.storage.index.assignment import tool_order
 
 _ALWAYS = None
 """The delay of a call assigned as soon as its run waits (named among `reviewers`)."""
@@ -82,5 +83,5 @@ def _bands(
 def _band(
     agent_id: str, tools: set[str | None], after: datetime | None, upto: datetime | None
 ) -> AssignedBand:
-    ordered = tuple(sorted(tools, key=lambda name: (name is not None, name or "")))
+    ordered = tuple(sorted(tools, key=tool_order))
     return AssignedBand(agent_id, ordered, suspended_after=after, suspended_upto=upto)

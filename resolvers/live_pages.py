@@ -181,4 +181,10 @@ class _Subscription(AsyncIterator[T]):
 def _token(feed: _Feed[Any], version: Any) -> Any:
     """What a feed's page is read as of: the index's version, and for a ticking feed the
     second too."""
-    return (version, int(time.time())) if feed.ticking else version
+    return with_the_second(version) if feed.ticking else version
+
+
+def with_the_second(version: Any) -> tuple[Any, int]:
+    """A version of an answer that also changes with the clock (an escalation): it is read
+    afresh each second (ETags too, server/etag.py)."""
+    return version, int(time.time())

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
 from collections import OrderedDict
 
 from graphql import (
@@ -44,6 +43,7 @@ from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from suspended_runs.resolvers import Principal
+from suspended_runs.resolvers.live_pages import with_the_second
 from suspended_runs.runtime.metrics import NOT_MODIFIED
 from suspended_runs.schema import Schema
 from suspended_runs.server.persisted_queries import PersistedQueries, hash_of_request
@@ -103,7 +103,7 @@ class ConditionalGets:
         parts.append(params.get("operationName") or "")
         token: object = version.token
         if _escalating(scope, query, params):  # answered afresh each second, not each write
-            token = (version.token, int(time.time()))
+            token = with_the_second(version.token)
         return _digest(json.dumps(parts).encode()), token
 
     async def _persisted(self, scope: Scope, params: QueryParams) -> str | None:

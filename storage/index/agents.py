@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from pymongo.asynchronous.collection import AsyncCollection
 
+from suspended_runs.storage.index.assignment import tool_name, tool_order
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.types import Document
 
@@ -83,23 +84,14 @@ class AgentList:
         """(agentId, toolName) of every call ever indexed (None: a name not readable)."""
         doc = await self.state.find_one({"_id": AGENTS_ID}, {"tools": 1}) or {}
         return {
-            (
-                seen["agentId"],
-                seen.get("toolName") if isinstance(seen.get("toolName"), str) else None,
-            )
+            (seen["agentId"], tool_name(seen.get("toolName")))
             for seen in doc.get("tools", [])
             if isinstance(seen, dict) and isinstance(seen.get("agentId"), str)
         }
 
 
-def tool_name(value: object) -> str | None:
-    """A call's tool as the index reads it: a name that is not a string is None, as an
-    entry reads it (storage/index/entry.py), and as review policies then match it."""
-    return value if isinstance(value, str) else None
-
-
 def _tools(pairs: set[tuple[str, str | None]]) -> list[Document]:
     return [
-        {"agentId": agent, "toolName": tool if isinstance(tool, str) else None}
-        for agent, tool in sorted(pairs, key=lambda pair: (pair[0], pair[1] or ""))
+        {"agentId": agent, "toolName": tool}
+        for agent, tool in sorted(pairs, key=lambda pair: (pair[0], tool_order(pair[1])))
     ]

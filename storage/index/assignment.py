@@ -63,7 +63,7 @@ CHECKED_FIELDS: Document = {
     f"{TOOL_CALLS}.decision.action": 1,
     "suspendedAt": 1,
 }
-"""What `checked` reads of an entry besides what a list reads."""
+"""What a band's check (`checked`, `pending_tools`) reads of an entry."""
 
 
 def checked(shape: Document) -> tuple[Document, Callable[[Document], bool] | None]:
@@ -71,13 +71,16 @@ def checked(shape: Document) -> tuple[Document, Callable[[Document], bool] | Non
     and the check of its calls and its suspension, made here of each entry read; `shape`
     and None for any other. The embedded server scans every entry for a query that names
     a field no index holds; a real MongoDB would check them on each entry read, as here."""
-    if TOOL_CALLS not in shape:
+    tools = band_tools(shape.get(TOOL_CALLS))
+    if tools is None:
         return shape, None
     asked = {k: v for k, v in shape.items() if k not in (TOOL_CALLS, "suspendedAt")}
-    calls, suspended = shape[TOOL_CALLS]["$elemMatch"], shape.get("suspendedAt")
+    suspended = shape.get("suspendedAt")
 
     def check(doc: Document) -> bool:
-        return pending_match(doc, calls) and _suspended_within(doc.get("suspendedAt"), suspended)
+        return bool(pending_tools(doc) & tools) and _suspended_within(
+            doc.get("suspendedAt"), suspended
+        )
 
     return asked, check
 
@@ -96,16 +99,36 @@ def _suspended_within(moment: object, condition: Document | None) -> bool:
     )
 
 
-def pending_match(doc: Document, condition: Document) -> bool:
-    """Whether an entry holds a call that matches an `$elemMatch` of `AssignedBand.query`,
-    as the database decides it (a missing field is null)."""
+def band_tools(condition: object) -> frozenset[str | None] | None:
+    """The tools of a band's condition on pending calls (`AssignedBand.query`); None for
+    anything else."""
+    if not isinstance(condition, dict) or set(condition) != {"$elemMatch"}:
+        return None
+    match = condition["$elemMatch"]
+    if not isinstance(match, dict) or set(match) != {"decision", "toolName"}:
+        return None
+    named = match["toolName"].get("$in") if isinstance(match["toolName"], dict) else None
+    if match["decision"] is not None or not isinstance(named, list):
+        return None
+    return frozenset(named)
+
+
+def pending_tools(doc: Document) -> frozenset[str | None]:
+    """The tools of an entry's pending calls, as `tool_name` reads each."""
     calls = doc.get(TOOL_CALLS)
-    if not isinstance(calls, list):
-        return False
-    tools = condition.get("toolName", {}).get("$in", ())
-    return any(
-        isinstance(call, dict)
-        and call.get("decision") is None
-        and (name if isinstance(name := call.get("toolName"), str) else None) in tools
-        for call in calls
+    return frozenset(
+        tool_name(call.get("toolName"))
+        for call in (calls if isinstance(calls, list) else ())
+        if isinstance(call, dict) and call.get("decision") is None
     )
+
+
+def tool_name(value: object) -> str | None:
+    """A call's tool as the index reads it: a name that is not a string is None, as an
+    entry reads it (storage/index/entry.py), and as review policies then match it."""
+    return value if isinstance(value, str) else None
+
+
+def tool_order(name: str | None) -> tuple[bool, str]:
+    """Tools in a stable order: the unreadable one (None) first, then by name."""
+    return name is not None, name or ""

@@ -25,8 +25,13 @@ from datetime import datetime
 
 from pymongo.asynchronous.collection import AsyncCollection
 
-from suspended_runs.storage.index.agents import tool_name
-from suspended_runs.storage.index.assignment import TOOL_CALLS
+from suspended_runs.storage.index.assignment import (
+    CHECKED_FIELDS,
+    TOOL_CALLS,
+    band_tools,
+    pending_tools,
+    tool_order,
+)
 from suspended_runs.storage.index.counts import written_since
 from suspended_runs.storage.index.filters import Span
 from suspended_runs.storage.index.version import IndexVersion
@@ -49,9 +54,7 @@ _PROJECTION = {
     "status": 1,
     "createdAt": 1,
     **{f: 1 for f in _FIELDS},
-    f"{TOOL_CALLS}.toolName": 1,
-    f"{TOOL_CALLS}.decision.action": 1,
-    "suspendedAt": 1,
+    **CHECKED_FIELDS,  # a run's pending tools and its suspension
 }
 _Run = tuple[Key, datetime, datetime | None]
 """A suspended run as the tallies keep it: its scope, `createdAt` and `suspendedAt`."""
@@ -266,12 +269,7 @@ def _run(
     if not isinstance(doc.get("runId"), str) or not isinstance(created_at, datetime):
         return None  # malformed: not counted by the tallies nor listed by a window
     scope = tuple((f, doc[f]) for f in _FIELDS if isinstance(doc.get(f), str))
-    calls = doc.get(TOOL_CALLS)
-    named = frozenset(
-        tool_name(call.get("toolName"))
-        for call in (calls if isinstance(calls, list) else ())
-        if isinstance(call, dict) and call.get("decision") is None
-    )
+    named = pending_tools(doc)
     text = _toolset(named)
     toolsets.setdefault(text, named)
     scope = (*scope, (_TOOLS, text))
@@ -281,13 +279,13 @@ def _run(
 
 
 def _toolset(named: frozenset[str | None]) -> str:
-    return json.dumps(sorted(named, key=lambda name: (name is not None, name or "")))
+    return json.dumps(sorted(named, key=tool_order))
 
 
 def _key(shape: Document) -> tuple[Key, frozenset[str | None] | None] | None:
     """The tallies' key of a count's shape, and the tools one of its runs' pending calls
     must name (None: any); None for a shape they do not keep."""
-    tools = _pending_tools(shape.get(TOOL_CALLS))
+    tools = band_tools(shape.get(TOOL_CALLS))
     allowed = {"status", *_FIELDS, *([TOOL_CALLS, "suspendedAt"] if tools is not None else [])}
     if shape.get("status") != _SUSPENDED or not set(shape) <= allowed:
         return None
@@ -296,19 +294,6 @@ def _key(shape: Document) -> tuple[Key, frozenset[str | None] | None] | None:
     if tools is not None and not isinstance(shape.get("agentId"), str):
         return None  # tools are kept with an agent only
     return tuple((f, shape[f]) for f in _FIELDS if f in shape), tools
-
-
-def _pending_tools(condition: object) -> frozenset[str | None] | None:
-    """The tools of an `$elemMatch` on pending calls (storage/index/assignment.py)."""
-    if not isinstance(condition, dict) or set(condition) != {"$elemMatch"}:
-        return None
-    match = condition["$elemMatch"]
-    if not isinstance(match, dict) or set(match) != {"decision", "toolName"}:
-        return None
-    named = match["toolName"].get("$in") if isinstance(match["toolName"], dict) else None
-    if match["decision"] is not None or not isinstance(named, list):
-        return None
-    return frozenset(named)
 
 
 def _keys(scope: Key) -> Iterator[Key]:
