@@ -24,6 +24,7 @@ from suspended_runs.runtime.webhooks.attempt import AttemptRules
 from suspended_runs.runtime.webhooks.payloads import PayloadRules
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
+from suspended_runs.server.langgraph_settings import LangGraphSettings
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
@@ -31,7 +32,7 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
 """The Host names served by default when serving on a loopback address."""
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, LangGraphSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     host: str = "127.0.0.1"
