@@ -8,7 +8,6 @@ pending also claims the run, and only the claim holder continues it.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -56,6 +55,7 @@ from suspended_runs.storage import (
     RunStatus,
     ToolCall,
     database_fault,
+    deadlines,
     maybe_applied,
 )
 
@@ -190,7 +190,7 @@ async def _apply(
         context.runtimes.background.spawn(_carry_on(context, continuation, record_id))
         return RunDecided(claimed, call_id)
     # Shielded: a client that hangs up does not stop a continuation half-way.
-    return await asyncio.shield(_carry_on(context, continuation, record_id))
+    return await deadlines.handed_on(_carry_on(context, continuation, record_id), shielded=True)
 
 
 async def _audit_applied(

@@ -42,6 +42,7 @@ from suspended_runs.storage import (
     Storage,
     ToolCall,
     database_fault,
+    deadlines,
 )
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ class PythonRuntime:
             started_by=started_by,
         )
         try:
-            result = await self.agents[agent_id].run(prompt)
+            result = await deadlines.handed_on(self.agents[agent_id].run(prompt))
         except Exception as exc:
             log.warning("agent run failed", exc_info=exc, extra={"agentId": agent_id})
             entry = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())

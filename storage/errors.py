@@ -6,7 +6,12 @@ The whole tree of this project's errors is drawn once, in docs/design.md ("Error
 
 from __future__ import annotations
 
-from pymongo.errors import ConnectionFailure, OperationFailure, ServerSelectionTimeoutError
+from pymongo.errors import (
+    ConnectionFailure,
+    OperationFailure,
+    PyMongoError,
+    ServerSelectionTimeoutError,
+)
 
 
 class SuspendedRunsError(Exception):
@@ -27,8 +32,12 @@ _UNAVAILABLE_CODES = frozenset({91, 189, 10107, 11600, 11602, 13435, 13436})
 
 def database_unavailable(exc: BaseException | None) -> bool:
     """Whether `exc` says the database could not be reached or could not serve now (a
-    client's cue to try again), as opposed to refusing what it was asked."""
+    client's cue to try again), as opposed to refusing what it was asked. A deadline that
+    passed (storage/deadlines.py) is one, whichever step it cut: the server's own limit
+    (MaxTimeMSExpired), a checkout, a reply."""
     if isinstance(exc, ConnectionFailure):  # AutoReconnect, timeouts, no server selected
+        return True
+    if isinstance(exc, PyMongoError) and exc.timeout:
         return True
     return isinstance(exc, OperationFailure) and exc.code in _UNAVAILABLE_CODES
 
