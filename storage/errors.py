@@ -6,12 +6,7 @@ The whole tree of this project's errors is drawn once, in docs/design.md ("Error
 
 from __future__ import annotations
 
-from pymongo.errors import (
-    ConnectionFailure,
-    OperationFailure,
-    PyMongoError,
-    ServerSelectionTimeoutError,
-)
+from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 
 class SuspendedRunsError(Exception):
@@ -61,9 +56,3 @@ def database_fault(exc: BaseException | None) -> bool:
     embedded server answers to everything once its storage failed)."""
     internal = isinstance(exc, OperationFailure) and exc.code == 1
     return database_unavailable(exc) or storage_full(exc) or internal
-
-
-def maybe_applied(exc: BaseException | None) -> bool:
-    """Whether a write that failed with `exc` may still have been applied: the connection
-    failed after the command may have been sent. No server selected means it never left."""
-    return isinstance(exc, ConnectionFailure) and not isinstance(exc, ServerSelectionTimeoutError)
