@@ -22,10 +22,11 @@ and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`)
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
 
-`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned` and `--langgraph` print only the
-follower's figures, hostile requests', subscriptions' and traces', webhooks'
+`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung` and `--langgraph` print
+only the follower's figures, hostile requests', subscriptions' and traces', webhooks'
 (scripts/webhooks.py), `assignedToMe` lists' beside other shapes (scripts/assigned.py),
-and LangGraph threads' beside Mastra runs (scripts/threads.py).
+the seconds to a typed answer while the database hangs (scripts/hung.py), and LangGraph
+threads' beside Mastra runs (scripts/threads.py).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import assigned, churn, hostile, live, threads, webhooks
+from scripts import assigned, churn, hostile, hung, live, threads, webhooks
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -509,6 +510,8 @@ def main() -> int:
         return assigned_main(args)
     if args.langgraph:
         return langgraph_main(args)
+    if args.hung:
+        return hung_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -567,6 +570,11 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--webhook-burst", type=int, default=1000, help="suspensions at once")
     parser.add_argument("--webhook-singles", type=int, default=100, help="suspensions, one a time")
     parser.add_argument("--hostile", action="store_true", help="only hostile requests' figures")
+    parser.add_argument("--hung", action="store_true", help="only a hung database's figures")
+    parser.add_argument("--hung-rounds", type=int, default=20, help="rounds of 4 requests")
+    parser.add_argument(
+        "--hung-deadline", default="", help="DATABASE_DEADLINE_SECONDS (unset: its default)"
+    )
     parser.add_argument(
         "--assigned", action="store_true", help="only assignedToMe lists' figures, by --sizes"
     )
@@ -836,6 +844,36 @@ def _print_langgraph(
     print("\n| figure | value |\n| --- | --- |")
     for name, value in rows:
         print(f"| {name} | {value} |")
+
+
+def hung_main(args: argparse.Namespace) -> int:
+    """`--hung`: seconds to a typed answer while the database's process is stopped."""
+    settings = {"DATABASE_DEADLINE_SECONDS": args.hung_deadline} if args.hung_deadline else {}
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        served = serve(mongo.uri, "bench_hung", Path(folder) / "serve.log", **settings)
+        try:
+            runs = hung.start_runs(served.url, 5)
+            assert mongo.process is not None
+            _say(f"{args.hung_rounds} rounds of 4 requests at once, the database stopped")
+            found = hung.measure(served.url, mongo.process.pid, runs, args.hung_rounds)
+        finally:
+            served.stop()
+    deadline = f"DATABASE_DEADLINE_SECONDS={args.hung_deadline or '5 (default)'}"
+    print(f"\n## A hung database (SIGSTOP; {deadline}; {args.hung_rounds} rounds)\n")
+    print("| request | typed answers | median | p99 | max | answers again after SIGCONT |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, seconds in found.seconds.items():
+        typed = len(seconds) - found.untyped[name]
+        p99 = (
+            statistics.quantiles(seconds, n=100, method="inclusive")[-1]
+            if len(seconds) > 1
+            else seconds[0]
+        )
+        print(
+            f"| {name} | {typed} of {len(seconds)} | {statistics.median(seconds):.2f} s "
+            f"| {p99:.2f} s | {max(seconds):.2f} s | {found.back_after[name]:.2f} s |"
+        )
+    return 0
 
 
 def churn_main(args: argparse.Namespace) -> int:

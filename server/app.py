@@ -46,6 +46,7 @@ from suspended_runs.schema import (
 from suspended_runs.server import graphiql, inbox, tracing
 from suspended_runs.server.auth import Authenticator, load_api_keys, reload_api_keys_forever
 from suspended_runs.server.cors import Cors
+from suspended_runs.server.deadlines import RequestDeadline
 from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
 from suspended_runs.server.graphql_view import GraphQLApp
@@ -224,6 +225,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
     middleware.append(
         Middleware(Cors, origins=settings.cors_origin_list, extra_headers=extra_headers)
     )
+    middleware.append(Middleware(RequestDeadline, seconds=settings.database_deadline_seconds))
     return middleware
 
 
@@ -293,6 +295,7 @@ def _request_state(app: Starlette, settings: Settings, storage: Storage) -> None
     )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
     app.state.connections = Connections()
+    app.state.database_deadline = settings.database_deadline_seconds  # for WebSocket operations
 
 
 def _timed_tasks(

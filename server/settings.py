@@ -130,6 +130,9 @@ class Settings(BaseSettings, LangGraphSettings):
     header_timeout_seconds: float = Field(
         10.0, gt=0, description="A request's headers must arrive within this (else 408)."
     )
+    database_deadline_seconds: float = Field(
+        5.0, gt=0, description="A request's wait for the database (else DATABASE_UNAVAILABLE)."
+    )
     otel_exporter_otlp_endpoint: str | None = Field(
         None, description="Where to send OpenTelemetry traces (OTLP over HTTP); unset: none."
     )

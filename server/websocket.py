@@ -5,8 +5,9 @@ A browser cannot set headers on a WebSocket, so credentials come in `connection_
 handshake's `Origin` is checked by Strawberry against CORS_ORIGINS (its own origin always
 passes) before anything else. A connection lives no longer than its credentials: a token's
 `exp` closes it with 4401 when it passes, a key revoked (or re-scoped) in API_KEYS_FILE
-at the next reload. Every operation gets a context of its own (a fresh budget), and its
-errors are masked as over HTTP.
+at the next reload. Every operation gets a context of its own (a fresh budget), its first
+answer the request's deadline on its database work (server/deadlines.py), and its errors
+are masked as over HTTP.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from strawberry.utils.aio import aclosing
 
 from suspended_runs.resolvers import Context, Principal, RequestBudget
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator
+from suspended_runs.server.deadlines import first_answer
 from suspended_runs.server.errors import RequestRefused, Unauthenticated
 from suspended_runs.server.masking import classified
 from suspended_runs.server.persisted_queries import PersistedQueries
@@ -164,9 +166,11 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
                 context_value=connection.operation_context(),
                 operation_name=operation.operation_name,
             )
-            async with aclosing(results):
+            seconds: float = connection.websocket.app.state.database_deadline
+            answers = first_answer(results, seconds)
+            async with aclosing(results), aclosing(answers):
                 first = True
-                async for result in results:
+                async for result in answers:
                     if not isinstance(result, ExecutionResult):
                         await self._reject_incremental_delivery(operation)
                         return

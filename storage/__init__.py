@@ -12,7 +12,6 @@ from suspended_runs.storage.errors import (
     SuspendedRunsError,
     database_fault,
     database_unavailable,
-    maybe_applied,
     storage_full,
 )
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
@@ -95,7 +94,6 @@ __all__ = [
     "database_fault",
     "database_unavailable",
     "extract_entry",
-    "maybe_applied",
     "parse_snapshot",
     "storage_full",
 ]

@@ -39,8 +39,14 @@ from suspended_runs.storage.types import (
 
 def connect(uri: str, *, timeout_ms: int = 5000) -> AsyncMongoClient[Document]:
     # tz_aware: every date leaves storage as an aware UTC datetime, and compares as one.
+    # connectTimeoutMS as short: after a hang, the driver's monitor finds the database again
+    # at its next attempt to connect, which the driver's default puts off.
     return AsyncMongoClient(
-        uri, tz_aware=True, serverSelectionTimeoutMS=timeout_ms, appname="suspended-runs"
+        uri,
+        tz_aware=True,
+        serverSelectionTimeoutMS=timeout_ms,
+        connectTimeoutMS=timeout_ms,
+        appname="suspended-runs",
     )
 
 
