@@ -1,8 +1,9 @@
 """`scripts/bench --langgraph`: LangGraph threads listed beside Mastra's runs.
 
-Threads are written directly, as `MongoDBSaver` writes them (LangGraph's own serializer),
-each an invocation of `CHECKPOINTS` root checkpoints with a write each, interrupted at its
-last by a per-call approval (`{type: "tool_approval", ...}`), over 20 agents (metadata
+Threads are written directly, as `MongoDBSaver` writes them (LangGraph's own serializer):
+each a conversation of `CHECKPOINTS` root checkpoints with a write each, in turns of
+`TURN` (an input, then the agent's steps), interrupted at its last by a per-call approval
+(`{type: "tool_approval", ...}`), over 20 agents (metadata
 `lc_agent_name`) and 200 resources (`user_id`), created one a second as the main bench's
 Mastra runs are: so every list shape asks the same spread of runs of both.
 
@@ -36,6 +37,8 @@ from pymongo.database import Database
 from suspended_runs.storage import Document
 
 CHECKPOINTS = 20
+TURN = 4
+"""Checkpoints of one invocation: its input, a model call, tools, a model call."""
 AGENTS, RESOURCES = 20, 200
 _SERDE = JsonPlusSerializer()
 _UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
@@ -64,7 +67,7 @@ def thread_docs(
     metadata = {"lc_agent_name": f"agent-{i % AGENTS:02d}", "user_id": f"user-{i % RESOURCES}"}
     checkpoints = []
     for k, cid in enumerate(ids):
-        meta = {"source": "input" if k == 0 else "loop", "step": k - 1, **metadata}
+        meta = {"source": "input" if k % TURN == 0 else "loop", "step": k - 1, **metadata}
         checkpoints.append(
             {
                 "thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": cid,
@@ -80,7 +83,7 @@ def thread_docs(
            "args": {"order": f"A-{i}", "amount": 12.5}, "description": "Refund?"}  # fmt: skip
     interrupt = [Interrupt(value=ask, id=uuid.uuid4().hex)]
     writes.append(_write(thread_id, ids[-1], "__interrupt__", interrupt, -3, "task-ask"))
-    return f"lg:{thread_id}:{ids[0]}", checkpoints, writes
+    return f"lg:{thread_id}:{ids[(length - 1) // TURN * TURN]}", checkpoints, writes
 
 
 def _write(thread_id: str, cid: str, channel: str, value: Any, idx: int, task: str) -> Document:
