@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from langgraph.checkpoint.mongodb import MongoDBSaver
 from playwright.sync_api import Browser, sync_playwright
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
@@ -190,3 +191,20 @@ def browser() -> Iterator[Browser]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture
+async def langgraph_db(mongo_uri: str, db: AsyncDatabase[Document]) -> AsyncIterator[str]:
+    """The name of the test's LangGraph database (a saver's), dropped after the test."""
+    name = f"{db.name}_lg"
+    yield name
+    client: AsyncMongoClient[Document] = AsyncMongoClient(mongo_uri)
+    await client.drop_database(name)
+    await client.close()
+
+
+@pytest.fixture
+def checkpointer(mongo_uri: str, langgraph_db: str) -> Iterator[MongoDBSaver]:
+    """A real `MongoDBSaver` on the test's LangGraph database (its client closed after)."""
+    with MongoDBSaver.from_conn_string(mongo_uri, db_name=langgraph_db) as saver:
+        yield saver

@@ -352,3 +352,27 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+AGENT_RUNS = """query($agent: ID) { suspendedRuns(filter: {agentId: $agent}) { total runs {
+  runId agentId runtime status threadId resourceId createdAt suspendedAt problems
+  continuable notContinuableReason startedBy
+  toolCalls { toolCallId toolName args requiresApproval suspendPayload } } } }"""
+"""An agent's suspended runs, with what a run of any runtime shows."""
+
+
+async def agent_runs(
+    gql: Gql, agent: str, count: int = 1, within: float = 5.0
+) -> list[dict[str, Any]]:
+    """The suspended runs of `agent` once `count` are listed."""
+    found: list[dict[str, Any]] = []
+
+    async def check() -> bool:
+        nonlocal found
+        body = await gql(AGENT_RUNS, {"agent": agent})
+        assert "errors" not in body, body
+        found = body["data"]["suspendedRuns"]["runs"]
+        return bool(len(found) == count)
+
+    await eventually(check, within=within)
+    return found

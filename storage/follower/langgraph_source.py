@@ -29,6 +29,7 @@ from suspended_runs.storage.follower.change_stream import buffered, offers_strea
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.thread_changes import ThreadApplier
 from suspended_runs.storage.follower.thread_reads import ROOT, Hint, ThreadReader
+from suspended_runs.storage.follower.thread_settling import ThreadSettlement
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.snapshots.langgraph.threads import ERROR, INTERRUPT, ThreadReading
 from suspended_runs.storage.types import Document, RunStatus, Runtime
@@ -96,6 +97,7 @@ class LangGraphSource:
         self.checkpoints, self.writes, self.index, self.clock = checkpoints, writes, index, clock
         self.reader = ThreadReader(checkpoints, writes, reading, walk_limit=walk_limit)
         self.applier = ThreadApplier(self.reader, index, clock)
+        self.settlement = ThreadSettlement(self.reader, index, clock)
         self.poll_interval = poll_interval
         self._positions = {
             "checkpoints": FollowPosition(state, clock, "langgraph-checkpoints-stream"),

@@ -89,6 +89,8 @@ class ThreadLook:
     run: ThreadRun | None = None
     latest: str | None = None
     """The checkpoint looked at, where it is the thread's latest."""
+    key: Any = None
+    """That checkpoint's `_id` (its messages are a finished run's last)."""
     lagging: bool = False
     """A read did not yet see what the changes showed: look again, conclude nothing."""
 
@@ -140,7 +142,7 @@ class ThreadReader:
             return ThreadLook(thread_id, lagging=True)
         state = waiting(writes)
         if not state.interrupts:
-            return ThreadLook(thread_id, latest=checkpoint_id)
+            return ThreadLook(thread_id, latest=checkpoint_id, key=latest.get("_id"))
         start = await self.input_checkpoint(latest)
         calls = await self.model_calls(thread_id, checkpoint_id) if state.needs_messages else []
         try:
@@ -149,6 +151,21 @@ class ThreadReader:
             UNREADABLE.met(latest, str(exc))
             return ThreadLook(thread_id, latest=checkpoint_id)
         return ThreadLook(thread_id, run=run, latest=checkpoint_id)
+
+    async def latest(self, thread_id: str, checkpoint_id: str) -> str | None:
+        """The newest root checkpoint's id from `checkpoint_id` on (a run's own progress
+        since: few); None when there is none."""
+        newest = await self.checkpoints.find_one(
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": ROOT,
+                "checkpoint_id": {"$gte": checkpoint_id},
+            },
+            {"_id": 0, "checkpoint_id": 1},
+            sort=[("checkpoint_id", -1)],
+        )
+        found = newest.get("checkpoint_id") if newest else None
+        return found if isinstance(found, str) else None
 
     async def checkpoint_id_of(self, checkpoint_key: Any) -> tuple[str, str] | None:
         """(thread_id, checkpoint_id) of the checkpoint document with `_id` `checkpoint_key`."""
