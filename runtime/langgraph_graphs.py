@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from suspended_runs.runtime.errors import ConfigurationError
+from suspended_runs.runtime.metrics import GRAPHS_RUNNING, GRAPHS_RUNNING_MOST
 from suspended_runs.storage import LangGraphCheckpoints
 
 T = TypeVar("T")
@@ -35,7 +37,11 @@ class LangGraphGraphs:
     threads: int = 4
     client: Any = None
     """The saver's (synchronous) MongoDB client, closed with the graphs."""
+    running: int = 0
+    """Graphs running on the threads now."""
+    most: int = 0
     _executor: ThreadPoolExecutor | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __contains__(self, agent_id: str) -> bool:
         return agent_id in self.graphs
@@ -44,7 +50,23 @@ class LangGraphGraphs:
         """`work` on the graphs' own threads."""
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="langgraph")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, work)
+        return await asyncio.get_running_loop().run_in_executor(self._executor, self._counted(work))
+
+    def _counted(self, work: Callable[[], T]) -> Callable[[], T]:
+        def running() -> T:
+            with self._lock:
+                self.running += 1
+                self.most = max(self.most, self.running)
+                GRAPHS_RUNNING.set(self.running)
+                GRAPHS_RUNNING_MOST.set(self.most)
+            try:
+                return work()
+            finally:
+                with self._lock:
+                    self.running -= 1
+                    GRAPHS_RUNNING.set(self.running)
+
+        return running
 
     def resume(self, agent_id: str, thread_id: str, answers: dict[str, Any]) -> Any:
         """Answer interrupts of `thread_id` by their ids (on a graph thread)."""

@@ -583,6 +583,7 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument("--langgraph-rates", default="50,200", help="threads/s, comma-separated")
     parser.add_argument("--langgraph-burst", type=int, default=1000, help="threads of a burst")
+    parser.add_argument("--langgraph-concurrent", type=int, default=100, help="decisions at once")
     parser.add_argument("--hostile-agents", type=int, default=300, help="agents, a run each")
     parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
     parser.add_argument("--hostile-kb", type=int, default=900, help="kB of each query")
@@ -752,6 +753,9 @@ def langgraph_main(args: argparse.Namespace) -> int:
         try:
             _say(f"a burst of {args.langgraph_burst} threads while following")
             burst = threads.burst(mongo.uri, env["LANGGRAPH_DB"], served.url, args.langgraph_burst)
+            _say("decisions: one at a time, and at once")
+            env2 = {**env, "LANGGRAPH_GRAPHS": json.dumps(threads.DEMO_GRAPH)}
+            decided = _langgraph_decisions(mongo, args, log, env2)
             paced = [
                 threads.paced(
                     mongo.uri,
@@ -766,7 +770,34 @@ def langgraph_main(args: argparse.Namespace) -> int:
         finally:
             served.stop()
     _print_langgraph(args, sizes, lists, starts, (plain, indexed, burst), paced)
+    _print_decisions(args, decided)
     return 0
+
+
+def _langgraph_decisions(
+    mongo: EmbeddedMongoDB, args: argparse.Namespace, log: Path, env: dict[str, str]
+) -> dict[str, Any]:
+    served = serve(mongo.uri, "bench_lg_decisions", log, **env)
+    try:
+        return threads.decisions(served.url, args.requests, args.langgraph_concurrent)
+    finally:
+        served.stop()
+
+
+def _print_decisions(args: argparse.Namespace, decided: dict[str, Any]) -> None:
+    print("\n## Decisions on LangGraph runs (the approval that answers a batch, to its tools")
+    print("having run; the demo refund agent; embedded MongoDB)\n")
+    print("| figure | p50 / p99 |\n| --- | --- |")
+    rows = [
+        (f"one at a time ({len(decided['one'])})", decided["one"]),
+        (f"{args.langgraph_concurrent} at once", decided["concurrent"]),
+        (f"a Python run's approval, one at a time ({len(decided['python'])})", decided["python"]),
+    ]
+    for name, values in rows:
+        ordered = sorted(values)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        print(f"| {name} | {statistics.median(ordered):.0f} / {p99:.0f} ms |")
+    print(f"\nMost graphs that ran at once: {decided['most']} (LANGGRAPH_RESUME_THREADS default 4)")
 
 
 def _langgraph_size(

@@ -237,3 +237,74 @@ def _check(
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+START_RUN = """mutation($agent: ID!, $p: String!) {
+  startRun(input: {agentId: $agent, prompt: $p}) { __typename
+    ... on RunStarted { run { runId status toolCalls { toolCallId } } }
+    ... on Problem { message } } }"""
+APPROVE = """mutation($r: ID!, $c: String) { approveToolCall(input: {runId: $r, toolCallId: $c}) {
+  __typename ... on RunDecided { run { status } } ... on Problem { message } } }"""
+DEMO_GRAPH = {"langgraph-refunds": "suspended_runs.runtime.demo_graphs:refunds"}
+
+
+def _started(client: httpx.Client, agent: str, prompt: str) -> list[str]:
+    """A run started and its every call but the last approved: (run id, last call)."""
+    body = client.post(
+        "/graphql", json={"query": START_RUN, "variables": {"agent": agent, "p": prompt}}
+    )
+    run = body.json()["data"]["startRun"]["run"]
+    calls = [c["toolCallId"] for c in run["toolCalls"]]
+    for call in calls[:-1]:
+        _approve(client, run["runId"], call)
+    return [run["runId"], calls[-1]]
+
+
+def _approve(client: httpx.Client, run_id: str, call: str | None) -> float:
+    """Milliseconds of an approval, through the run's continuation (its tools ran)."""
+    began = time.perf_counter()
+    body = client.post("/graphql", json={"query": APPROVE, "variables": {"r": run_id, "c": call}})
+    answer = body.json()["data"]["approveToolCall"]
+    assert answer["__typename"] == "RunDecided", answer
+    return (time.perf_counter() - began) * 1000
+
+
+def decisions(url: str, single: int, concurrent: int) -> dict[str, Any]:
+    """Decision to the tools having run (the approval that continues a run answers once its
+    continuation rested): LangGraph one at a time and `concurrent` at once, and the demo
+    Python agent's one at a time; the most graphs that ran at once."""
+    with httpx.Client(base_url=url, timeout=300) as client:
+        one = []
+        for i in range(single):
+            run_id, call = _started(client, "langgraph-refunds", f"Refund order A-{i}, 10.00")
+            one.append(_approve(client, run_id, call))
+        waiting = [
+            _started(client, "langgraph-refunds", f"Refund A-{i}") for i in range(concurrent)
+        ]
+        times: list[float] = []
+
+        def approve(run: list[str]) -> None:
+            with httpx.Client(base_url=url, timeout=300) as own:
+                times.append(_approve(own, run[0], run[1]))
+
+        workers = [threading.Thread(target=approve, args=(run,)) for run in waiting]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        python = []
+        for i in range(single):
+            run_id, call = _started(client, "file-cleaner", f"delete /tmp/bench-{i}.txt")
+            python.append(_approve(client, run_id, call))
+        scraped = client.get("/metrics").text
+    most = [
+        line
+        for line in scraped.splitlines()
+        if line.startswith("suspended_runs_langgraph_graphs_running_most")
+    ]
+    return {
+        "one": one,
+        "concurrent": times,
+        "python": python,
+        "most": most[0].split()[-1] if most else "?",
+    }
