@@ -12,6 +12,7 @@ one after another when one is a mutation; errors classified as the client may re
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -33,12 +34,12 @@ from suspended_runs.schema import FULL, RETRY_AFTER_SECONDS, UNAVAILABLE, Schema
 from suspended_runs.server import graphiql
 from suspended_runs.server.errors import RequestRefused
 from suspended_runs.server.gates import graphql_error
-from suspended_runs.server.json_body import decode_json_request
+from suspended_runs.server.json_body import RefusedJSON, decode_json_request
 from suspended_runs.server.masking import classified
 from suspended_runs.server.media_types import GRAPHQL_RESPONSE_JSON, JSON, negotiate
 from suspended_runs.server.memory import RequestGarbage
 from suspended_runs.server.persisted_queries import NOT_FOUND, PersistedQueries, not_found
-from suspended_runs.server.websocket import Connection, SubscriptionHandler
+from suspended_runs.server.websocket import Connection, MessageReader, SubscriptionHandler
 
 _MAX_ACTOR = 200
 _CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE"}
@@ -49,6 +50,7 @@ class GraphQLApp(GraphQL[Any, None]):
     (a `Connection` per connection, server/websocket.py; the legacy `graphql-ws` is off)."""
 
     graphql_transport_ws_handler_class = SubscriptionHandler
+    websocket_adapter_class = MessageReader
 
     def __init__(
         self,
@@ -127,6 +129,16 @@ class GraphQLApp(GraphQL[Any, None]):
         (server/memory.py)."""
         self.garbage.received(len(data))
         return decode_json_request(data)
+
+    def parse_json(self, data: str | bytes) -> Any:
+        """As Strawberry's, but JSON refused for what it holds says why (Strawberry calls
+        every refusal unparsable)."""
+        try:
+            return self.decode_json(data)
+        except RefusedJSON as exc:
+            raise HTTPException(400, exc.msg) from None
+        except json.JSONDecodeError:
+            raise HTTPException(400, "Unable to parse request body as JSON") from None
 
     async def parse_http_body(self, request: Any) -> Any:
         """Strawberry checks the types of `query`, `variables` and `extensions` of a single
