@@ -175,8 +175,11 @@ class GraphQLApp(GraphQL[Any, None]):
         items = request_data if isinstance(request_data, list) else [request_data]
         request.state.batch = isinstance(request_data, list)
         persisted: PersistedQueries = request.app.state.persisted_queries
+        scope = request.state.principal.scope
         try:
-            resolved = [await persisted.resolve(item.query, item.extensions) for item in items]
+            resolved = [
+                await persisted.resolve(item.query, item.extensions, scope) for item in items
+            ]
         except PyMongoError as exc:
             raise RequestRefused(
                 503, UNAVAILABLE, "the database is unavailable; try again"
@@ -192,7 +195,7 @@ class GraphQLApp(GraphQL[Any, None]):
                 request=request, request_adapter=request_adapter, request_data=item, **kwargs
             )
             if register is not None and item.query is not None and _executed(result):
-                await persisted.register(register, item.query)
+                await persisted.register(register, item.query, scope)
             return result
 
         jobs = [one(item, found.register) for item, found in zip(items, resolved, strict=True)]

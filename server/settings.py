@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import (
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from suspended_runs.resolvers import DecisionPolicy, RequestLimits
@@ -24,11 +17,10 @@ from suspended_runs.runtime.webhooks.attempt import AttemptRules
 from suspended_runs.runtime.webhooks.payloads import PayloadRules
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
+from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopback
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-"""The Host names served by default when serving on a loopback address."""
 
 
 class Settings(BaseSettings):
@@ -111,6 +103,12 @@ class Settings(BaseSettings):
     )
     persisted_queries_max: int = Field(
         10_000, ge=1, description="Automatic persisted queries kept (least recently used go)."
+    )
+    persisted_queries_per_scope: int = Field(
+        1_000, ge=1, description="Of those, kept for one scope's callers (the same way)."
+    )
+    persisted_queries_per_minute: int = Field(
+        60, ge=1, description="New documents one scope may register a minute, per instance."
     )
     persisted_queries_only: bool = Field(
         False, description="Trusted documents: run only those in PERSISTED_QUERIES_FILE."
@@ -198,7 +196,7 @@ class Settings(BaseSettings):
     @classmethod
     def _host_patterns(cls, value: str) -> str:
         for pattern in _split(value):
-            _host_pattern(pattern)
+            host_pattern(pattern)
         return value
 
     @field_validator("webhook_retry_seconds")
@@ -267,10 +265,10 @@ class Settings(BaseSettings):
     def allowed_host_list(self) -> list[str] | None:
         """The Host names served: ALLOWED_HOSTS; unset, the loopback names when serving on
         a loopback address; else None (create_app refuses it in production)."""
-        given = [_host_pattern(pattern) for pattern in _split(self.allowed_hosts)]
+        given = [host_pattern(pattern) for pattern in _split(self.allowed_hosts)]
         if given:
             return given
-        return list(LOOPBACK_HOSTS) if _is_loopback(self.host) else None
+        return list(LOOPBACK_HOSTS) if is_loopback(self.host) else None
 
     @property
     def jwt_config(self) -> JwtConfig | None:
@@ -356,28 +354,6 @@ class Settings(BaseSettings):
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _host_pattern(pattern: str) -> str:
-    """A Host name as Starlette's TrustedHostMiddleware compares it: lower case, no port,
-    an IPv6 address in brackets, a wildcard only as `*` or a leading `*.`."""
-    pattern = pattern.lower()
-    try:
-        return f"[{ipaddress.IPv6Address(pattern.strip('[]'))}]"
-    except ValueError:
-        pass
-    if ":" in pattern:
-        raise ValueError(f"{pattern!r}: name hosts without a port")
-    if pattern != "*" and "*" in pattern.removeprefix("*."):
-        raise ValueError(f"{pattern!r}: a wildcard is * or a leading *. (*.example.com)")
-    return pattern
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower() == "localhost"
 
 
 def load_settings(**overrides: object) -> Settings:

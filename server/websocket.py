@@ -211,9 +211,11 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
     async def _trusted(self, operation: Operation[Any, None]) -> bool:
         """With PERSISTED_QUERIES_ONLY, whether the document is a trusted one (else its
         refusal is sent): a connection runs no document of a caller's own either."""
-        persisted: PersistedQueries = self.context.websocket.app.state.persisted_queries
+        connection: Connection = self.context
+        persisted: PersistedQueries = connection.websocket.app.state.persisted_queries
+        assert connection.principal is not None, "operations run only after connection_ack"
         try:
-            await persisted.resolve(operation.query, None)
+            await persisted.resolve(operation.query, None, connection.principal.scope)
         except RequestRefused as exc:
             error = GraphQLError(exc.reason, extensions={"code": exc.code})
             await operation.send_initial_errors([error])

@@ -69,6 +69,7 @@ class Storage:
         instance: str | None = None,
         follower_lease: timedelta = timedelta(seconds=5),
         persisted_queries_max: int = 10_000,
+        persisted_queries_per_scope: int = 1_000,
     ) -> Storage:
         """`instance` names this process in the follower lease (`follower_lease` long)."""
         client = connect(uri)
@@ -83,20 +84,17 @@ class Storage:
         runs.claims.outbox = follower.changes.outbox = outbox
         snapshots = db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
         return cls(
-            client=client,
-            db=db,
-            runs=runs,
-            follower=follower,
+            client=client, db=db, runs=runs, follower=follower,
             python_snapshots=PythonSnapshots(snapshots),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
             persisted_queries=PersistedQueryStore(
-                db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max
+                db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max, persisted_queries_per_scope
             ),
             outbox=outbox,
             webhooks=WebhookStore(db[WEBHOOKS_COLLECTION]),
             deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention),
             approvals=ApprovalStore(db[APPROVALS_COLLECTION], retention),
-        )
+        )  # fmt: skip
 
     async def ensure_indexes(self) -> None:
         await self.runs.ensure_indexes()
