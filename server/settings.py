@@ -18,6 +18,7 @@ from suspended_runs.runtime.webhooks.payloads import PayloadRules
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
 from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopback
+from suspended_runs.server.peers import Proxies
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
@@ -127,6 +128,21 @@ class Settings(BaseSettings):
     header_timeout_seconds: float = Field(
         10.0, gt=0, description="A request's headers must arrive within this (else 408)."
     )
+    body_timeout_seconds: float = Field(
+        30.0, gt=0, description="A request's body must arrive within this of its headers."
+    )
+    body_min_bytes_per_second: float = Field(
+        1024.0, ge=0, description="A body's least average rate, after its first second."
+    )
+    max_connections_per_peer: int = Field(
+        256, ge=1, description="Open connections (HTTP, WebSocket) from one address."
+    )
+    max_connections: int | None = Field(
+        None, ge=1, description="Open connections in all; unset: 3/4 of the descriptor limit."
+    )
+    forwarded_allow_ips: str = Field(
+        "", description="Comma-separated proxies (IPs, CIDRs, *) whose X-Forwarded-For is read."
+    )
     otel_exporter_otlp_endpoint: str | None = Field(
         None, description="Where to send OpenTelemetry traces (OTLP over HTTP); unset: none."
     )
@@ -197,6 +213,12 @@ class Settings(BaseSettings):
     def _host_patterns(cls, value: str) -> str:
         for pattern in _split(value):
             host_pattern(pattern)
+        return value
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxies(cls, value: str) -> str:
+        Proxies.parse(value)
         return value
 
     @field_validator("webhook_retry_seconds")
