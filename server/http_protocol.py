@@ -73,12 +73,16 @@ class EdgeProtocol(H11Protocol):
         self._upgraded = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        refusal = self.open_connections.admit(transport, self.client[0] if self.client else None)
+        peer = transport.get_extra_info("peername")
+        refusal = self.open_connections.admit(transport, peer[0] if peer else None)
         if refusal is not None:
+            # Refused before uvicorn counts and sets up the connection: a client that
+            # opens them by the thousand costs little more than their accepts.
+            self.transport = transport
             transport.write(refusal)
             transport.close()
             return
+        super().connection_made(transport)
         self._start_header_deadline()
 
     def data_received(self, data: bytes) -> None:

@@ -66,8 +66,8 @@ class Proxies:
         return ["*"] if self.any else [str(network) for network in self.networks]
 
     def __contains__(self, address: str) -> bool:
-        if self.any:
-            return True
+        if self.any or not self.networks:
+            return self.any
         try:
             parsed = ipaddress.ip_address(address)
         except ValueError:
