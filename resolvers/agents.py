@@ -11,7 +11,7 @@ from suspended_runs.resolvers.outcomes import (
     Forbidden,
     RunStarted,
 )
-from suspended_runs.storage import ReconcileReport, RunFilter, Runtime
+from suspended_runs.storage import ReconcileReport, RunFilter, Runtime, deadlines
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,4 +76,5 @@ async def reconcile(context: Context) -> ReconcileReport | Forbidden:
         return Forbidden(Role.ADMIN.value, "reconciling needs the admin role")
     if not context.principal.scope.unrestricted:
         return Forbidden(Role.ADMIN.value, 'reconciling needs an admin whose scope is "all"')
-    return await context.storage.follower.reconcile()
+    # The follower's work, with its limits: a large index takes longer than a request's deadline.
+    return await deadlines.handed_on(context.storage.follower.reconcile())

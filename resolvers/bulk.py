@@ -10,7 +10,7 @@ from suspended_runs.resolvers.context import Context
 from suspended_runs.resolvers.decisions import DecisionRequest, decide
 from suspended_runs.resolvers.errors import BadUserInput
 from suspended_runs.resolvers.outcomes import DecisionOutcome
-from suspended_runs.storage import Action
+from suspended_runs.storage import Action, deadlines
 
 
 async def decide_many(
@@ -27,6 +27,7 @@ async def decide_many(
 
     async def one(request: DecisionRequest) -> DecisionOutcome:
         async with gate:
+            deadlines.restart()  # its turn came: its database work starts now
             return await decide(context, request)
 
     return list(await asyncio.gather(*(one(request) for request in requests)))

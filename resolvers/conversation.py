@@ -28,4 +28,6 @@ def not_continuable_reason(context: Context, entry: RunEntry) -> str | None:
             f"no Mastra server is configured for agent {entry.agent_id!r} (MASTRA_URL or "
             "MASTRA_AGENT_URLS): decide it on Mastra itself"
         )
+    if entry.runtime is Runtime.LANGGRAPH:
+        return f"no LangGraph graph is registered for agent {entry.agent_id!r} on this server"
     return f"no Python agent {entry.agent_id!r} is registered on this server (AGENTS)"

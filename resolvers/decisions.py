@@ -8,7 +8,6 @@ pending also claims the run, and only the claim holder continues it.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -56,7 +55,7 @@ from suspended_runs.storage import (
     RunStatus,
     ToolCall,
     database_fault,
-    maybe_applied,
+    deadlines,
 )
 
 log = logging.getLogger(__name__)
@@ -165,13 +164,10 @@ async def _apply(
     decided = entry.with_decision(call_id, _decision(context, request, now))
     last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
     claim = context.runtimes.claims.new_claim(now) if last else None
-    try:
-        if not await context.storage.runs.claims.apply_decision(entry, decided, claim):
-            return None
-    except Exception as exc:
-        if not maybe_applied(exc):  # never sent, or refused: nothing was recorded
-            raise
-        return _in_doubt(entry, "the database failed as the decision was recorded", exc)
+    # A database failure here (a deadline passed, the reply was lost) raises: nothing was
+    # forwarded, so the caller is told the database is unavailable, not an outcome.
+    if not await context.storage.runs.claims.apply_decision(entry, decided, claim):
+        return None
     decided = replace(decided, version=entry.version + 1)
     try:
         record_id = await _audit_applied(context, request, entry, call, now)
@@ -180,9 +176,11 @@ async def _apply(
         if not database_fault(exc):
             raise
         # Recorded, maybe claimed, and not continued: not continued without its record.
-        return _in_doubt(decided, "the decision was recorded but not continued", exc)
+        return _in_doubt(entry, "the decision was recorded but not continued", exc)
     if claim is None:
-        await context.storage.decisions.add_outcome(record_id, "RunDecided", decided.status)
+        await _read_or_none(
+            context.storage.decisions.add_outcome(record_id, "RunDecided", decided.status)
+        )
         return RunDecided(decided, call_id)
     claimed = replace(decided, status=RunStatus.RUNNING, claim=claim)
     continuation = Continuation(claimed, entry, call_id)
@@ -190,7 +188,7 @@ async def _apply(
         context.runtimes.background.spawn(_carry_on(context, continuation, record_id))
         return RunDecided(claimed, call_id)
     # Shielded: a client that hangs up does not stop a continuation half-way.
-    return await asyncio.shield(_carry_on(context, continuation, record_id))
+    return await deadlines.handed_on(_carry_on(context, continuation, record_id), shielded=True)
 
 
 async def _audit_applied(
@@ -224,8 +222,10 @@ def _decision(context: Context, request: DecisionRequest, now: datetime) -> Deci
 async def _carry_on(
     context: Context, continuation: Continuation, record_id: Any
 ) -> DecisionOutcome:
-    """Continue the claimed run; the answer, which the audit record also gets."""
+    """Continue the claimed run; the answer, which the audit record also gets. What the
+    database failed to tell shows the run as it was read before the claim."""
     claimed, call_id = continuation.claimed, continuation.tool_call_id
+    seen = continuation.seen
     outcome: DecisionOutcome
     try:
         after = await context.runtimes.for_run(claimed).continue_run(continuation)
@@ -235,14 +235,14 @@ async def _carry_on(
     except OutcomeUncertain as exc:
         current = await _read_or_none(context.storage.runs.get(claimed.run_id))
         outcome = OutcomeUnknown(
-            current or claimed,
+            current or seen,
             f"{exc}: the decision may or may not have been applied; the run stays claimed "
             "until its snapshot shows where it went, and is STALLED if it never moves",
         )
     except Exception as exc:
         if not database_fault(exc):
             raise
-        outcome = _in_doubt(claimed, "the database failed while the run was continued", exc)
+        outcome = _in_doubt(seen, "the database failed while the run was continued", exc)
     run = getattr(outcome, "run", None)
     status = run.status_at(context.runtimes.claims.clock()) if run else None
     await _read_or_none(context.storage.decisions.add_outcome(record_id, kind(outcome), status))
@@ -250,7 +250,8 @@ async def _carry_on(
 
 
 def _in_doubt(run: RunEntry, what: str, exc: BaseException) -> OutcomeUnknown:
-    """The answer when a database failure hides how far a decision got."""
+    """The answer when a database failure hides how far a decision got, with `run` as
+    last read (it may not be current)."""
     log.warning("a decision's outcome is unknown", exc_info=exc, extra={"runId": run.run_id})
     return OutcomeUnknown(
         run,

@@ -11,6 +11,7 @@ only to a caller who may still see it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -23,6 +24,9 @@ from suspended_runs.resolvers.outcomes import (
     decode,
     encode,
 )
+from suspended_runs.storage import database_fault
+
+_log = logging.getLogger(__name__)
 
 _TWIN_WAIT = 20.0
 """Seconds a twin waits for the first answer (at most one claim lease), up to three times,
@@ -48,13 +52,25 @@ async def answered_once(
         async with claims.renewing(lambda: log.renew_key(key, claims.clock() + claims.lease)):
             outcome = await work()
     except BaseException:
-        await log.release_key(key)
+        await _kept_or_let_go(log.release_key(key))
         raise
     if isinstance(outcome, APPLIED_NOTHING):
-        await log.release_key(key)
+        await _kept_or_let_go(log.release_key(key))
     else:
-        await log.store_answer(key, encode(outcome))
+        await _kept_or_let_go(log.store_answer(key, encode(outcome)))
     return outcome
+
+
+async def _kept_or_let_go(work: Awaitable[None]) -> None:
+    """Keep the answer, or let the key go; a database that fails it changes no answer
+    (the decision may have been applied): the key's lease runs out, and a retry under it
+    looks at the run again."""
+    try:
+        await work
+    except Exception as exc:
+        if not database_fault(exc):
+            raise
+        _log.warning("an idempotency key was left to its lease", exc_info=exc)
 
 
 async def _earlier_answer(context: Context, key: str, fingerprint: str, run_id: str) -> Any:

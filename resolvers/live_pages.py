@@ -25,7 +25,7 @@ from typing import Any, Generic, TypeVar
 from suspended_runs.resolvers.errors import SubscriptionLimit
 from suspended_runs.runtime.metrics import SUBSCRIPTION_EVALUATIONS as EVALUATIONS
 from suspended_runs.runtime.metrics import SUBSCRIPTIONS as SUBSCRIBERS
-from suspended_runs.storage import Storage
+from suspended_runs.storage import Storage, deadlines
 from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,8 @@ class LivePages:
 
     def _ensure_watcher(self) -> None:
         if self._watcher is None or self._watcher.done():
-            self._watcher = asyncio.create_task(self._watch(), name="live-pages")
+            # The process's, not the first subscriber's: under no deadline of its request.
+            self._watcher = deadlines.spawn(self._watch(), name="live-pages")
 
     async def close(self) -> None:
         if self._watcher is not None:
@@ -131,6 +132,7 @@ class LivePages:
     async def _watch(self) -> None:
         """Until nobody subscribes: on every new version, each feed evaluated once."""
         while self._feeds:
+            deadlines.restart()  # each round reads as a request would (a subscriber's pages)
             try:
                 version = (await self.storage.runs.version()).token
                 tokens = [(feed, _token(feed, version)) for feed in self._feeds.values()]

@@ -26,7 +26,7 @@ from suspended_runs.resolvers.outcomes import (
     kind,
 )
 from suspended_runs.runtime import NotApplied, OutcomeUncertain
-from suspended_runs.storage import AuditRecord, Outcome, RunEntry, RunStatus
+from suspended_runs.storage import AuditRecord, Outcome, RunEntry, RunStatus, deadlines
 
 _CANCEL_ATTEMPTS = 3
 
@@ -92,7 +92,8 @@ async def _cancel(
     claims = context.runtimes.claims
     try:
         async with claims.kept(claimed.run_id):
-            after = await context.runtimes.for_run(claimed).cancel(claimed, reason)
+            runtime = context.runtimes.for_run(claimed)
+            after = await deadlines.handed_on(runtime.cancel(claimed, reason))
     except NotApplied as exc:
         await claims.settle(seen)  # nothing reached the runtime: as it was
         return ExecutorUnavailable(seen.run_id, seen.agent_id, str(exc))

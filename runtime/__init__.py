@@ -1,5 +1,5 @@
-"""What continues a run after a decision: Python agents (pydantic-ai) and Mastra servers,
-behind one interface (`AgentRuntime`), chosen per run by its `runtime`."""
+"""What continues a run after a decision: Python agents (pydantic-ai), Mastra servers and
+LangGraph graphs, behind one interface (`AgentRuntime`), chosen per run by its `runtime`."""
 
 from suspended_runs.runtime.agents import AgentMap, load_agents
 from suspended_runs.runtime.background import Background
@@ -14,6 +14,7 @@ from suspended_runs.runtime.errors import (
     ResumeDataRejected,
     SnapshotMissing,
 )
+from suspended_runs.runtime.langgraph import LangGraphRuntime
 from suspended_runs.runtime.mastra import MastraClient, MastraRuntime, MastraServers, StreamEnd
 from suspended_runs.runtime.protocol import AgentRuntime, Capabilities, Continuation
 from suspended_runs.runtime.python_runtime import PythonRuntime
@@ -30,6 +31,7 @@ __all__ = [
     "ConfigurationError",
     "Continuation",
     "ContinuationError",
+    "LangGraphRuntime",
     "MastraClient",
     "MastraRuntime",
     "MastraServers",

@@ -1,5 +1,6 @@
 """Continuations that answer before they finish (`wait: false`): each task is kept
-referenced until it ends (asyncio keeps only weak ones), and drained at shutdown."""
+referenced until it ends (asyncio keeps only weak ones), and drained at shutdown. They
+outlive the request that spawned them, so none runs under its deadline."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import logging
 from collections.abc import Coroutine
 from typing import Any
+
+from suspended_runs.storage import deadlines
 
 log = logging.getLogger(__name__)
 
@@ -16,7 +19,7 @@ class Background:
         self._tasks: set[asyncio.Task[Any]] = set()
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
-        task = asyncio.create_task(work)
+        task = deadlines.spawn(work)
         self._tasks.add(task)
         task.add_done_callback(self._done)
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from suspended_runs.storage import Claim, RunEntry, RunIndex
+from suspended_runs.storage import Claim, RunEntry, RunIndex, deadlines
 
 
 def now_ms() -> datetime:
@@ -52,7 +52,7 @@ class ClaimKeeper:
                 with contextlib.suppress(Exception):  # a missed renewal is retried next beat
                     await renew()
 
-        task = asyncio.create_task(beat())
+        task = deadlines.spawn(beat())  # however long the block runs: not the request's
         try:
             yield
         finally:

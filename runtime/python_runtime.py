@@ -42,6 +42,7 @@ from suspended_runs.storage import (
     Storage,
     ToolCall,
     database_fault,
+    deadlines,
 )
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ class PythonRuntime:
             started_by=started_by,
         )
         try:
-            result = await self.agents[agent_id].run(prompt)
+            result = await deadlines.handed_on(self.agents[agent_id].run(prompt))
         except Exception as exc:
             log.warning("agent run failed", exc_info=exc, extra={"agentId": agent_id})
             entry = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())
@@ -139,13 +140,16 @@ class PythonRuntime:
 
         A database that fails as the result is recorded (the tools have run) raises
         OutcomeUncertain, and the result is recorded in the background once the
-        database takes it: the run settles by itself, as it would have."""
+        database takes it: the run settles by itself, as it would have. Its reads before
+        the agent works and its writes after it each wait for the database no longer than
+        a request would (storage/deadlines.py); the agent's own work is not cut."""
         entry = continuation.claimed
+        deadlines.restart()
         stored = await self.storage.python_snapshots.messages(entry.run_id)
         messages: Messages | None = None
         try:
             async with self.claims.kept(entry.run_id):
-                after, messages = await self._continue(entry, stored)
+                after, messages = await deadlines.handed_on(self._continue(entry, stored))
         except Exception as exc:  # the agent, or a tool, failed: the run ends FAILED
             log.warning("continuing a run failed", exc_info=exc, extra={"runId": entry.run_id})
             after = entry.finished(RunStatus.FAILED, Outcome(error=_describe(exc)), self.clock())

@@ -22,7 +22,8 @@ RunStatus = strawberry.enum(
     ),
 )
 Runtime = strawberry.enum(
-    storage.Runtime, description="What continues a run: a Python agent here, or a Mastra server."
+    storage.Runtime,
+    description="What continues a run: a Python agent here, a Mastra server, or a LangGraph graph.",
 )
 DecisionAction = strawberry.enum(
     storage.Action, name="DecisionAction", description="What was decided on a tool call."

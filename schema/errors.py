@@ -50,14 +50,14 @@ def classify(
     request_id: str | None = None,
     full: Callable[[BaseException | None], bool] = storage_full,
 ) -> GraphQLError:
-    """The error as the client reads it; `full` tells a failure that a full disk caused.
-    A masked internal error carries `request_id`, as its request's log lines do."""
+    """The error as the client reads it; `full` tells a failure a full disk caused (one
+    may have no path: a subscription's first page). A masked one carries `request_id`."""
     if (error.extensions or {}).get("code") in PUBLIC_CODES:
         return error
-    if error.path is not None and full(error.original_error):
+    if full(error.original_error):
         log.warning("the database's storage is full", extra={"path": error.path})
         return _retry(error, FULL, "the database's storage is full; try again once space is freed")
-    if error.path is not None and database_unavailable(error.original_error):
+    if database_unavailable(error.original_error):
         log.warning(
             "the database is unavailable",
             extra={"path": error.path, "errorType": type(error.original_error).__name__},

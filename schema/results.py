@@ -135,7 +135,11 @@ class Forbidden(Problem):
 )
 class OutcomeUnknown:
     message: str
-    run: AgentRun
+    run: AgentRun = strawberry.field(
+        description="The run as last read, which may not be current: when the database "
+        "failed, as it was before the decision was recorded. Look at it again before "
+        "deciding anew."
+    )
 
 
 @strawberry.type(description="A request under the same idempotencyKey is still being answered.")

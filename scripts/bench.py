@@ -22,10 +22,12 @@ and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`)
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
 
-`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned` and `--slow-bodies` print only
-the follower's figures, hostile requests', subscriptions' and traces', webhooks'
-(scripts/webhooks.py), `assignedToMe` lists' beside other shapes (scripts/assigned.py),
-and other clients' polls beside slow request bodies (scripts/slow_bodies.py).
+`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung`, `--langgraph` and
+`--slow-bodies` print only the follower's figures, hostile requests', subscriptions' and
+traces', webhooks' (scripts/webhooks.py), `assignedToMe` lists' beside other shapes
+(scripts/assigned.py), the seconds to a typed answer while the database hangs
+(scripts/hung.py), LangGraph threads' beside Mastra runs (scripts/threads.py), and other
+clients' polls beside slow request bodies (scripts/slow_bodies.py).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import assigned, churn, hostile, live, slow_bodies, webhooks
+from scripts import assigned, churn, hostile, hung, live, slow_bodies, threads, webhooks
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -507,6 +509,10 @@ def main() -> int:
         return webhooks_main(args)
     if args.assigned:
         return assigned_main(args)
+    if args.langgraph:
+        return langgraph_main(args)
+    if args.hung:
+        return hung_main(args)
     if args.slow_bodies:
         return slow_bodies_main(args)
     rows: list[Row] = []
@@ -567,9 +573,19 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--webhook-burst", type=int, default=1000, help="suspensions at once")
     parser.add_argument("--webhook-singles", type=int, default=100, help="suspensions, one a time")
     parser.add_argument("--hostile", action="store_true", help="only hostile requests' figures")
+    parser.add_argument("--hung", action="store_true", help="only a hung database's figures")
+    parser.add_argument("--hung-rounds", type=int, default=20, help="rounds of 4 requests")
+    parser.add_argument(
+        "--hung-deadline", default="", help="DATABASE_DEADLINE_SECONDS (unset: its default)"
+    )
     parser.add_argument(
         "--assigned", action="store_true", help="only assignedToMe lists' figures, by --sizes"
     )
+    parser.add_argument(
+        "--langgraph", action="store_true", help="only LangGraph threads' figures, by --sizes"
+    )
+    parser.add_argument("--langgraph-rates", default="50,200", help="threads/s, comma-separated")
+    parser.add_argument("--langgraph-burst", type=int, default=1000, help="threads of a burst")
     parser.add_argument("--hostile-agents", type=int, default=300, help="agents, a run each")
     parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
     parser.add_argument("--hostile-kb", type=int, default=900, help="kB of each query")
@@ -796,6 +812,149 @@ def assigned_main(args: argparse.Namespace) -> int:
     for name in listed[sizes[0]]:
         print(f"| runs listed, {name} | {' | '.join(f'{listed[n][name]:,}' for n in sizes)} |")
     print(f"| peak RSS of the server | {' | '.join(f'{peak[n]:.0f} MB' for n in sizes)} |")
+    return 0
+
+
+def langgraph_main(args: argparse.Namespace) -> int:
+    """`--langgraph`: LangGraph threads' lists beside Mastra's at each size, a start and
+    restarts, the follower's burst and paced rates (scripts/threads.py)."""
+    sizes = [int(s) for s in args.sizes.split(",")]
+    lists: dict[int, tuple[Any, Any]] = {}
+    starts: dict[int, tuple[float, list[float]]] = {}
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        _say("the database's rate for threads, without and with the writes' index")
+        plain = threads.insert_rate(mongo.uri, "bench_lg_plain", args.langgraph_burst, False)
+        indexed = threads.insert_rate(mongo.uri, "bench_lg_indexed", args.langgraph_burst, True)
+        for n in sizes:
+            lists[n], starts[n] = _langgraph_size(mongo, n, args, log)
+        biggest = sizes[-1]
+        env = {"LANGGRAPH_DB": f"bench_lg_{biggest}"}
+        served = serve(mongo.uri, f"bench_lgidx_{biggest}", log, **env)
+        try:
+            _say(f"a burst of {args.langgraph_burst} threads while following")
+            burst = threads.burst(mongo.uri, env["LANGGRAPH_DB"], served.url, args.langgraph_burst)
+            paced = [
+                threads.paced(
+                    mongo.uri,
+                    env["LANGGRAPH_DB"],
+                    served.url,
+                    rate,
+                    args.churn_seconds,
+                    30_000_000 + 1_000_000 * k,
+                )
+                for k, rate in enumerate(int(r) for r in args.langgraph_rates.split(","))
+            ]
+        finally:
+            served.stop()
+    _print_langgraph(args, sizes, lists, starts, (plain, indexed, burst), paced)
+    return 0
+
+
+def _langgraph_size(
+    mongo: EmbeddedMongoDB, n: int, args: argparse.Namespace, log: Path
+) -> tuple[tuple[Any, Any], tuple[float, list[float]]]:
+    """(Mastra's lists, LangGraph's lists), (first start, restarts) at `n` runs."""
+    _say(f"N={n}: Mastra runs")
+    load(mongo.uri, f"bench_{n}", n)
+    served = serve(settled(mongo), f"bench_{n}", log)
+    try:
+        counts_in_memory(served.url)
+        mastra = list_figures(served.url, n, args.requests)
+    finally:
+        served.stop()
+    _say(f"N={n}: LangGraph threads of {threads.CHECKPOINTS} checkpoints")
+    threads.load(mongo.uri, f"bench_lg_{n}", n, START)
+    env = {"LANGGRAPH_DB": f"bench_lg_{n}"}
+    served = serve(settled(mongo), f"bench_lgidx_{n}", log, **env)
+    first = served.ready_s
+    try:
+        counts_in_memory(served.url)
+        langgraph = list_figures(served.url, n, args.requests)
+    finally:
+        served.stop()
+    again = []
+    for _ in range(args.restarts):
+        restarted = serve(mongo.uri, f"bench_lgidx_{n}", log, **env)
+        again.append(restarted.ready_s)
+        restarted.stop()
+    return (mastra, langgraph), (first, again)
+
+
+def _print_langgraph(
+    args: argparse.Namespace,
+    sizes: list[int],
+    lists: dict[int, tuple[Any, Any]],
+    starts: dict[int, tuple[float, list[float]]],
+    rates: tuple[float, float, float],
+    paced: list[threads.Paced],
+) -> None:
+    print("\n## LangGraph threads beside Mastra runs (page of 20 with total, ms median / p95;")
+    print(f"threads of {threads.CHECKPOINTS} checkpoints; embedded MongoDB)\n")
+    header = " | ".join(f"Mastra N={n:,} | LangGraph N={n:,} | ratio" for n in sizes)
+    print(f"| shape | {header} |\n|---|" + "---:|---:|---:|" * len(sizes))
+    for name in lists[sizes[0]][0]:
+        cells = []
+        for n in sizes:
+            mastra, langgraph = lists[n][0][name][1], lists[n][1][name][1]
+            ratio = statistics.median(langgraph) / statistics.median(mastra)
+            cells += [_cell(mastra), _cell(langgraph), f"{ratio:.2f}x"]
+        print(f"| {name} | {' | '.join(cells)} |")
+    rows = []
+    for n in sizes:
+        first, again = starts[n]
+        started = f"{first:.1f} s; {_spread(again)}"
+        rows.append((f"N={n:,}: first start, then restarts to ready", started))
+    plain, indexed, burst = rates
+    rows += [
+        ("database: threads/s, a document at a time (3 checkpoints, 3 writes)", f"{plain:,.0f}"),
+        (
+            "the same, with this server's index on the writes",
+            f"{indexed:,.0f} ({indexed / plain:.0%})",
+        ),
+        (
+            f"follower: threads/s listed, a burst of {args.langgraph_burst:,}",
+            f"{burst:,.0f} ({burst / plain:.0%})",
+        ),
+    ]
+    for result in paced:
+        p50, p99 = (f"{figure * 1000:.0f}" for figure in result.figures())
+        unseen = f", {result.unseen} not seen" if result.unseen else ""
+        rows.append(
+            (f"write -> listed at {result.rate} threads/s, p50 / p99", f"{p50} / {p99} ms{unseen}")
+        )
+    print("\n| figure | value |\n| --- | --- |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+
+
+def hung_main(args: argparse.Namespace) -> int:
+    """`--hung`: seconds to a typed answer while the database's process is stopped."""
+    settings = {"DATABASE_DEADLINE_SECONDS": args.hung_deadline} if args.hung_deadline else {}
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        served = serve(mongo.uri, "bench_hung", Path(folder) / "serve.log", **settings)
+        try:
+            runs = hung.start_runs(served.url, 5)
+            assert mongo.process is not None
+            _say(f"{args.hung_rounds} rounds of 4 requests at once, the database stopped")
+            found = hung.measure(served.url, mongo.process.pid, runs, args.hung_rounds)
+        finally:
+            served.stop()
+    deadline = f"DATABASE_DEADLINE_SECONDS={args.hung_deadline or '5 (default)'}"
+    print(f"\n## A hung database (SIGSTOP; {deadline}; {args.hung_rounds} rounds)\n")
+    print("| request | typed answers | median | p99 | max | answers again after SIGCONT |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, seconds in found.seconds.items():
+        typed = len(seconds) - found.untyped[name]
+        p99 = (
+            statistics.quantiles(seconds, n=100, method="inclusive")[-1]
+            if len(seconds) > 1
+            else seconds[0]
+        )
+        print(
+            f"| {name} | {typed} of {len(seconds)} | {statistics.median(seconds):.2f} s "
+            f"| {p99:.2f} s | {max(seconds):.2f} s | {found.back_after[name]:.2f} s |"
+        )
     return 0
 
 

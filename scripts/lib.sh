@@ -10,10 +10,13 @@ ensure_venv() {  # ensure_venv [EXTRAS]   e.g. ensure_venv dev
             || { echo "suspended-runs needs Python 3.11 or newer ($python)" >&2; exit 1; }
         "$python" -m venv .venv
     fi
-    # An install with the dev extras (scripts/test) holds the plain one too.
-    if [ -z "$extras" ] && [ -f .venv/.installed-dev ] && [ ! pyproject.toml -nt .venv/.installed-dev ]; then
-        stamp=".venv/.installed-dev"
-    fi
+    # An install with more extras (scripts/test's) holds one with fewer.
+    local held
+    for held in .venv/.installed-*; do
+        if [ -f "$held" ] && [ ! pyproject.toml -nt "$held" ] && _holds "${held#.venv/.installed-}" "$extras"; then
+            stamp="$held"
+        fi
+    done
     if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
         # setuptools' notes on an editable install of a package-dir layout ("Editable
         # installation ...") are not for a user: the output is shown only when pip fails.
@@ -26,4 +29,11 @@ ensure_venv() {  # ensure_venv [EXTRAS]   e.g. ensure_venv dev
         fi
         touch "$stamp"
     fi
+}
+
+_holds() {  # _holds INSTALLED WANTED: every extra of WANTED (comma-separated) is in INSTALLED
+    local extra
+    for extra in ${2//,/ }; do
+        [[ ",$1," == *",$extra,"* ]] || return 1
+    done
 }

@@ -26,9 +26,11 @@ from suspended_runs.resolvers.announcements import Announcer
 from suspended_runs.resolvers.context import WebhookRules
 from suspended_runs.runtime import (
     AgentMap,
+    AgentRuntime,
     Background,
     ClaimKeeper,
     ConfigurationError,
+    LangGraphRuntime,
     MastraClient,
     MastraRuntime,
     PythonRuntime,
@@ -44,6 +46,7 @@ from suspended_runs.schema import (
 from suspended_runs.server import graphiql, inbox, tracing
 from suspended_runs.server.auth import Authenticator, load_api_keys, reload_api_keys_forever
 from suspended_runs.server.cors import Cors
+from suspended_runs.server.deadlines import RequestDeadline
 from suspended_runs.server.etag import ConditionalGets
 from suspended_runs.server.gates import AuthGate, BodyLimit, PrivateAnswers
 from suspended_runs.server.graphql_view import GraphQLApp
@@ -84,6 +87,7 @@ def create_app(
     if settings.mongodb_uri is None:
         raise ConfigurationError("MONGODB_URI: create_app needs one (the CLI starts one)")
     agents = load_agents(settings.agents)
+    _one_runtime_an_agent(settings, agents)
     authenticator = _authenticator(settings)
     _warn_of_deprecated(settings)
     manifest = _manifest(settings)
@@ -103,6 +107,20 @@ def create_app(
     app.state.authenticator = authenticator
     app.state.owned_traces = traces if owned else None
     return app
+
+
+def _one_runtime_an_agent(settings: Settings, agents: AgentMap) -> None:
+    """An agent id names the runs of one runtime: LangGraph's default agent is neither a
+    Python agent nor a Mastra one (a decision would reach the wrong runtime's agent)."""
+    if settings.langgraph_db is None:
+        return
+    agent = settings.langgraph_default_agent
+    for setting, ids in (("AGENTS", agents), ("MASTRA_AGENT_URLS", settings.mastra_agent_urls)):
+        if agent in ids:
+            raise ConfigurationError(
+                f"LANGGRAPH_DEFAULT_AGENT: {agent!r} is also an agent of {setting}: "
+                "one agent id, one runtime"
+            )
 
 
 def _routes(
@@ -207,6 +225,7 @@ def _middleware(settings: Settings) -> list[Middleware]:
     middleware.append(
         Middleware(Cors, origins=settings.cors_origin_list, extra_headers=extra_headers)
     )
+    middleware.append(Middleware(RequestDeadline, seconds=settings.database_deadline_seconds))
     return middleware
 
 
@@ -218,12 +237,10 @@ async def _lifespan(
     instance = _instance_id(settings)
     storage = _open_storage(settings, instance)
     await storage.ensure_indexes()
-    claims = ClaimKeeper(storage.runs, instance, settings.claim_lease)
+    if storage.langgraph is not None and settings.creates_langgraph_index(settings.production):
+        await storage.langgraph.ensure_index()
     mastra_client = MastraClient(settings.mastra_servers)
-    background = Background()
-    python = PythonRuntime(agents, storage, claims, background)
-    mastra = MastraRuntime(mastra_client, storage, claims)
-    runtimes = Runtimes(claims, {Runtime.PYTHON: python, Runtime.MASTRA: mastra}, background)
+    runtimes = _runtimes(settings, storage, instance, agents, mastra_client)
     follower_task = asyncio.create_task(storage.follower.run(), name="snapshot-follower")
     follower_task.add_done_callback(_report_follower_end)
     app.state.storage, app.state.runtimes = storage, runtimes
@@ -249,6 +266,24 @@ async def _lifespan(
         await storage.close()
 
 
+def _runtimes(
+    settings: Settings,
+    storage: Storage,
+    instance: str,
+    agents: AgentMap,
+    mastra_client: MastraClient,
+) -> Runtimes:
+    """Every runtime of this process, with the claim keeper and background they share."""
+    claims = ClaimKeeper(storage.runs, instance, settings.claim_lease)
+    background = Background()
+    by_kind: dict[Runtime, AgentRuntime] = {
+        Runtime.PYTHON: PythonRuntime(agents, storage, claims, background),
+        Runtime.MASTRA: MastraRuntime(mastra_client, storage, claims),
+        Runtime.LANGGRAPH: LangGraphRuntime(claims),
+    }
+    return Runtimes(claims, by_kind, background)
+
+
 def _request_state(
     app: Starlette, settings: Settings, storage: Storage, manifest: dict[str, str]
 ) -> None:
@@ -265,6 +300,7 @@ def _request_state(
     )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
     app.state.connections = Connections()
+    app.state.database_deadline = settings.database_deadline_seconds  # for WebSocket operations
 
 
 def _timed_tasks(
@@ -313,6 +349,7 @@ def _open_storage(settings: Settings, instance: str) -> Storage:
         follower_lease=timedelta(seconds=settings.follower_lease_seconds),
         persisted_queries_max=settings.persisted_queries_max,
         persisted_queries_per_scope=settings.persisted_queries_per_scope,
+        langgraph=settings.langgraph_checkpoints(settings.review_starter_context_key),
     )
 
 

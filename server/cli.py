@@ -60,6 +60,11 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser(
         "reconcile", help="rebuild the run index from the snapshot collection once, and exit"
     )
+    commands.add_parser(
+        "langgraph-index",
+        help="build the index LangGraph's interrupts are found by (LANGGRAPH_DB's writes), "
+        "and exit",
+    )
     export = commands.add_parser("export-schema", help="print the GraphQL schema (SDL)")
     export.add_argument("--output", type=Path, help="write to this file instead")
     key = commands.add_parser(
@@ -90,6 +95,8 @@ def _run(args: argparse.Namespace) -> int:
     configure_logging(settings.log_level)
     if args.command == "serve":
         return _serve(settings)
+    if args.command == "langgraph-index":
+        return _langgraph_index(settings)
     return _reconcile(settings)
 
 
@@ -213,6 +220,7 @@ def _serve_until_stopped(settings: Settings, served: list[_Database]) -> None:
             # A setting it cannot use fails here, before serving.
             app = create_app(settings, embedded=database.supervisor)
             asyncio.run(_reachable(settings.mongodb_uri))
+            asyncio.run(_langgraph_indexed(settings))
             freeze_startup_objects()
             port = sock.getsockname()[1]
             log.info("serving GraphQL", extra={"url": f"http://{settings.host}:{port}/graphql"})
@@ -241,11 +249,62 @@ async def _reachable(uri: str) -> None:
         await client.close()
 
 
+async def _langgraph_indexed(settings: Settings) -> None:
+    """Fail with one line when LangGraph's writes lack the index this server finds
+    interrupts by and the start may not build it (LANGGRAPH_CREATE_INDEX)."""
+    checkpoints = settings.langgraph_checkpoints(None)
+    if checkpoints is None or settings.creates_langgraph_index(settings.production):
+        return
+    from suspended_runs.storage import Storage
+
+    assert settings.mongodb_uri is not None
+    storage = Storage.open(
+        settings.mongodb_uri, settings.mongodb_db, retention=settings.retention,
+        langgraph=checkpoints,
+    )  # fmt: skip
+    try:
+        assert storage.langgraph is not None
+        if not await storage.langgraph.has_index():
+            raise ConfigurationError(
+                f"LANGGRAPH_CREATE_INDEX: {checkpoints.database}.{checkpoints.writes} has no "
+                "(channel, checkpoint_ns) index: run `suspended-runs langgraph-index` once, "
+                "or set LANGGRAPH_CREATE_INDEX=true"
+            )
+    finally:
+        await storage.close()
+
+
+def _langgraph_index(settings: Settings) -> int:
+    checkpoints = settings.langgraph_checkpoints(None)
+    if checkpoints is None:
+        raise ConfigurationError("LANGGRAPH_DB: set it to the database a MongoDBSaver writes")
+    from suspended_runs.storage import Storage
+
+    async def build(uri: str) -> None:
+        storage = Storage.open(
+            uri, settings.mongodb_db, retention=settings.retention, langgraph=checkpoints
+        )
+        try:
+            assert storage.langgraph is not None
+            await storage.langgraph.ensure_index()
+        finally:
+            await storage.close()
+
+    with _database(settings, reuse_running=True) as database:
+        assert database.settings.mongodb_uri is not None
+        asyncio.run(build(database.settings.mongodb_uri))
+    print(f"indexed {checkpoints.database}.{checkpoints.writes} (channel, checkpoint_ns)")
+    return 0
+
+
 def _reconcile(settings: Settings) -> int:
     from suspended_runs.storage import Storage
 
     async def run(uri: str) -> dict[str, int]:
-        storage = Storage.open(uri, settings.mongodb_db, retention=settings.retention)
+        storage = Storage.open(
+            uri, settings.mongodb_db, retention=settings.retention,
+            langgraph=settings.langgraph_checkpoints(settings.review_starter_context_key),
+        )  # fmt: skip
         try:
             await storage.ensure_indexes()
             return asdict(await storage.follower.reconcile())

@@ -7,6 +7,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
+import pymongo
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -26,7 +27,8 @@ async def readyz(request: Request) -> Response:
     follower_task: asyncio.Task[None] = request.app.state.follower_task
     low_on_space: Callable[[], bool] = request.app.state.low_on_space
     try:
-        await asyncio.wait_for(storage.ping(), _READY_PING_TIMEOUT)
+        with pymongo.timeout(_READY_PING_TIMEOUT):  # within the request's deadline
+            await storage.ping()
     except Exception as exc:
         log.warning("not ready: database", extra={"reason": type(exc).__name__})
         reason = "storage_full" if low_on_space() else "database"

@@ -1,4 +1,4 @@
-"""uvicorn's HTTP/1.1 protocol, with deadlines for a request's headers and body, and a
+"""uvicorn's HTTP/1.1 protocol, with timeouts for a request's headers and body, and a
 connection admitted only within the caps of server/peers.py.
 
 uvicorn times out a connection that is idle between requests, not one that is slow to
@@ -50,7 +50,7 @@ CHECK_EVERY = 1.0
 
 
 @dataclass(frozen=True, slots=True)
-class Deadlines:
+class Timeouts:
     header: float = 10.0
     body: float = 30.0
     body_min_rate: float = 1024.0
@@ -59,14 +59,14 @@ class Deadlines:
 
 class EdgeProtocol(H11Protocol):
     """H11Protocol whose connections are admitted by `open_connections` and whose
-    requests' headers and bodies arrive within `deadlines`."""
+    requests' headers and bodies arrive within `timeouts`."""
 
-    deadlines: ClassVar[Deadlines] = Deadlines()
+    timeouts: ClassVar[Timeouts] = Timeouts()
     open_connections: ClassVar[OpenConnections]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._header_deadline: asyncio.TimerHandle | None = None
+        self._header_timer: asyncio.TimerHandle | None = None
         self._body_check: asyncio.TimerHandle | None = None
         self._body_started = 0.0
         self._body_bytes = 0
@@ -83,62 +83,62 @@ class EdgeProtocol(H11Protocol):
             transport.close()
             return
         super().connection_made(transport)
-        self._start_header_deadline()
+        self._start_header_timer()
 
     def data_received(self, data: bytes) -> None:
         if self._body_check is not None:
             self._body_bytes += len(data)
-        if self._header_deadline is None and self.conn.their_state is h11.IDLE:
-            self._start_header_deadline()  # the first bytes of a next request on a kept connection
+        if self._header_timer is None and self.conn.their_state is h11.IDLE:
+            self._start_header_timer()  # the first bytes of a next request on a kept connection
         super().data_received(data)
         self._follow(len(data))
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self.conn.their_state is h11.IDLE and self.conn.trailing_data[0]:
-            self._start_header_deadline()  # a next request began in what was read before
+            self._start_header_timer()  # a next request began in what was read before
         self._follow(0)
 
     def handle_websocket_upgrade(self, event: h11.Request) -> None:
         self._upgraded = True  # the WebSocket protocol keeps the connection and its place
-        self._stop_deadlines()
+        self._stop_timers()
         super().handle_websocket_upgrade(event)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._stop_deadlines()
+        self._stop_timers()
         self.open_connections.release(self.transport)
         super().connection_lost(exc)
 
     def _follow(self, received: int) -> None:
-        """The deadlines as the request moved on: its headers ended, its body began or
+        """The timers as the request moved on: its headers ended, its body began or
         ended (`received`: bytes just read, which may hold the body's first)."""
         if self._upgraded:
             return
         state = self.conn.their_state
-        if state is not h11.IDLE and self._header_deadline is not None:
-            self._header_deadline.cancel()
-            self._header_deadline = None
+        if state is not h11.IDLE and self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
         if state is h11.SEND_BODY and self._body_check is None:
             self._body_started, self._body_bytes = self.loop.time(), received
             self._body_check = self.loop.call_later(
-                min(CHECK_EVERY, self.deadlines.body), self._check_body
+                min(CHECK_EVERY, self.timeouts.body), self._check_body
             )
         elif state is not h11.SEND_BODY and self._body_check is not None:
             self._body_check.cancel()
             self._body_check = None
 
-    def _start_header_deadline(self) -> None:
-        if self._header_deadline is None:
-            self._header_deadline = self.loop.call_later(self.deadlines.header, self._headers_late)
+    def _start_header_timer(self) -> None:
+        if self._header_timer is None:
+            self._header_timer = self.loop.call_later(self.timeouts.header, self._headers_late)
 
-    def _stop_deadlines(self) -> None:
-        for timer in (self._header_deadline, self._body_check):
+    def _stop_timers(self) -> None:
+        for timer in (self._header_timer, self._body_check):
             if timer is not None:
                 timer.cancel()
-        self._header_deadline = self._body_check = None
+        self._header_timer = self._body_check = None
 
     def _headers_late(self) -> None:
-        self._header_deadline = None
+        self._header_timer = None
         if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
             self.transport.write(_HEADERS_LATE)
             self.transport.close()
@@ -148,12 +148,12 @@ class EdgeProtocol(H11Protocol):
         if self.conn.their_state is not h11.SEND_BODY or self.transport.is_closing():
             return
         elapsed = self.loop.time() - self._body_started
-        owed = self.deadlines.body_min_rate * (elapsed - RATE_GRACE)
-        if elapsed >= self.deadlines.body or self._body_bytes < owed:
+        owed = self.timeouts.body_min_rate * (elapsed - RATE_GRACE)
+        if elapsed >= self.timeouts.body or self._body_bytes < owed:
             self._body_late()
             return
         self._body_check = self.loop.call_later(
-            min(CHECK_EVERY, self.deadlines.body - elapsed), self._check_body
+            min(CHECK_EVERY, self.timeouts.body - elapsed), self._check_body
         )
 
     def _body_late(self) -> None:
@@ -181,14 +181,14 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
     proxies = Proxies.parse(settings.forwarded_allow_ips)
     total = settings.max_connections or descriptors_share()
     connections = OpenConnections(settings.max_connections_per_peer, total, proxies)
-    deadlines = Deadlines(
+    timeouts = Timeouts(
         settings.header_timeout_seconds,
         settings.body_timeout_seconds,
         settings.body_min_bytes_per_second,
     )
     counted = {"open_connections": connections}
     return {
-        "http": type("EdgeProtocol", (EdgeProtocol,), {"deadlines": deadlines, **counted}),
+        "http": type("EdgeProtocol", (EdgeProtocol,), {"timeouts": timeouts, **counted}),
         "ws": type("CountedWebSocketProtocol", (CountedWebSocketProtocol,), counted),
         "ws_max_size": settings.max_request_bytes,  # a message is a request, bounded so
         "forwarded_allow_ips": proxies.spelled,

@@ -18,13 +18,14 @@ from suspended_runs.runtime.webhooks.payloads import PayloadRules
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
 from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopback
+from suspended_runs.server.langgraph_settings import LangGraphSettings
 from suspended_runs.server.peers import Proxies
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, LangGraphSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     host: str = "127.0.0.1"
@@ -142,6 +143,9 @@ class Settings(BaseSettings):
     )
     forwarded_allow_ips: str = Field(
         "", description="Comma-separated proxies (IPs, CIDRs, *) whose X-Forwarded-For is read."
+    )
+    database_deadline_seconds: float = Field(
+        5.0, gt=0, description="A request's wait for the database (else DATABASE_UNAVAILABLE)."
     )
     otel_exporter_otlp_endpoint: str | None = Field(
         None, description="Where to send OpenTelemetry traces (OTLP over HTTP); unset: none."

@@ -5,8 +5,9 @@ A browser cannot set headers on a WebSocket, so credentials come in `connection_
 handshake's `Origin` is checked by Strawberry against CORS_ORIGINS (its own origin always
 passes) before anything else. A connection lives no longer than its credentials: a token's
 `exp` closes it with 4401 when it passes, a key revoked (or re-scoped) in API_KEYS_FILE
-at the next reload. Every operation gets a context of its own (a fresh budget), and its
-errors are masked as over HTTP. A message is read as a request body is (server/json_body.py):
+at the next reload. Every operation gets a context of its own (a fresh budget), its first
+answer the request's deadline on its database work (server/deadlines.py), and its errors
+are masked as over HTTP. A message is read as a request body is (server/json_body.py):
 one this server refuses (a lone surrogate, say) closes the connection with 4400 and why.
 """
 
@@ -32,6 +33,7 @@ from strawberry.utils.aio import aclosing
 
 from suspended_runs.resolvers import Context, Principal, RequestBudget
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator
+from suspended_runs.server.deadlines import first_answer
 from suspended_runs.server.errors import RequestRefused, Unauthenticated
 from suspended_runs.server.json_body import RefusedJSON
 from suspended_runs.server.masking import classified
@@ -188,9 +190,11 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
                 context_value=connection.operation_context(),
                 operation_name=operation.operation_name,
             )
-            async with aclosing(results):
+            seconds: float = connection.websocket.app.state.database_deadline
+            answers = first_answer(results, seconds)
+            async with aclosing(results), aclosing(answers):
                 first = True
-                async for result in results:
+                async for result in answers:
                     if not isinstance(result, ExecutionResult):
                         await self._reject_incremental_delivery(operation)
                         return

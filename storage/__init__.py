@@ -12,10 +12,10 @@ from suspended_runs.storage.errors import (
     SuspendedRunsError,
     database_fault,
     database_unavailable,
-    maybe_applied,
     storage_full,
 )
 from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
+from suspended_runs.storage.follower.langgraph_source import LangGraphCheckpoints, LangGraphSource
 from suspended_runs.storage.follower.reconcile import ReconcileReport
 from suspended_runs.storage.index.assignment import AssignedBand
 from suspended_runs.storage.index.entry import (
@@ -31,6 +31,7 @@ from suspended_runs.storage.index.filters import Cursor, RunFilter
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
 from suspended_runs.storage.snapshots.extraction import extract_entry, parse_snapshot
+from suspended_runs.storage.snapshots.langgraph.threads import ThreadReading
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
 from suspended_runs.storage.snapshots.states import UNREADABLE
 from suspended_runs.storage.types import (
@@ -70,6 +71,8 @@ __all__ = [
     "FollowMode",
     "InvalidCursor",
     "KeyUse",
+    "LangGraphCheckpoints",
+    "LangGraphSource",
     "MalformedSnapshot",
     "Outcome",
     "PersistedQueryStore",
@@ -84,13 +87,13 @@ __all__ = [
     "SnapshotFollower",
     "Storage",
     "SuspendedRunsError",
+    "ThreadReading",
     "ToolCall",
     "args_hash",
     "connect",
     "database_fault",
     "database_unavailable",
     "extract_entry",
-    "maybe_applied",
     "parse_snapshot",
     "storage_full",
 ]

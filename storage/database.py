@@ -13,7 +13,8 @@ from suspended_runs.storage.audit.decision_log import DecisionLog
 from suspended_runs.storage.events.deliveries import DeliveryStore
 from suspended_runs.storage.events.outbox import EventOutbox
 from suspended_runs.storage.events.webhooks import WebhookStore
-from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower
+from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollower, utcnow
+from suspended_runs.storage.follower.langgraph_source import LangGraphCheckpoints, LangGraphSource
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
@@ -32,13 +33,20 @@ from suspended_runs.storage.types import (
     SNAPSHOTS_COLLECTION,
     WEBHOOKS_COLLECTION,
     Document,
+    Runtime,
 )
 
 
 def connect(uri: str, *, timeout_ms: int = 5000) -> AsyncMongoClient[Document]:
     # tz_aware: every date leaves storage as an aware UTC datetime, and compares as one.
+    # connectTimeoutMS as short: after a hang, the driver's monitor finds the database again
+    # at its next attempt to connect, which the driver's default puts off.
     return AsyncMongoClient(
-        uri, tz_aware=True, serverSelectionTimeoutMS=timeout_ms, appname="suspended-runs"
+        uri,
+        tz_aware=True,
+        serverSelectionTimeoutMS=timeout_ms,
+        connectTimeoutMS=timeout_ms,
+        appname="suspended-runs",
     )
 
 
@@ -55,6 +63,8 @@ class Storage:
     webhooks: WebhookStore
     deliveries: DeliveryStore
     approvals: ApprovalStore
+    langgraph: LangGraphSource | None = None
+    """LangGraph's checkpoints, where LANGGRAPH_DB names them."""
 
     @classmethod
     def open(
@@ -70,30 +80,31 @@ class Storage:
         follower_lease: timedelta = timedelta(seconds=5),
         persisted_queries_max: int = 10_000,
         persisted_queries_per_scope: int = 1_000,
+        langgraph: LangGraphCheckpoints | None = None,
     ) -> Storage:
-        """`instance` names this process in the follower lease (`follower_lease` long)."""
-        client = connect(uri)
-        db = client[db_name]
+        """`instance` names this process in the follower lease; `langgraph`: a saver's."""
+        db = (client := connect(uri))[db_name]
         runs = RunIndex(db[RUNS_COLLECTION], retention, db[FOLLOWER_STATE_COLLECTION])
-        follower = SnapshotFollower(
-            db[SNAPSHOTS_COLLECTION], runs, db[FOLLOWER_STATE_COLLECTION], mode=follow_mode,
-            poll_interval=poll_interval, poll_overlap=poll_overlap, holder=instance,
-            lease=follower_lease,
-        )  # fmt: skip
         outbox = EventOutbox(db[EVENTS_COLLECTION], db[WEBHOOKS_COLLECTION], retention)
+        threads = _threads(client, langgraph, runs, outbox, poll_interval)
+        follower = SnapshotFollower(db[SNAPSHOTS_COLLECTION], runs, runs.state, langgraph=threads,
+            mode=follow_mode, holder=instance, lease=follower_lease,
+            poll_interval=poll_interval, poll_overlap=poll_overlap)  # fmt: skip
         runs.claims.outbox = follower.changes.outbox = outbox
         snapshots = db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
+        queries = PersistedQueryStore(
+            db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max, persisted_queries_per_scope
+        )
         return cls(
             client=client, db=db, runs=runs, follower=follower,
             python_snapshots=PythonSnapshots(snapshots),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
-            persisted_queries=PersistedQueryStore(
-                db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max, persisted_queries_per_scope
-            ),
+            persisted_queries=queries,
             outbox=outbox,
             webhooks=WebhookStore(db[WEBHOOKS_COLLECTION]),
             deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention),
             approvals=ApprovalStore(db[APPROVALS_COLLECTION], retention),
+            langgraph=threads,
         )  # fmt: skip
 
     async def ensure_indexes(self) -> None:
@@ -106,7 +117,12 @@ class Storage:
         await self.approvals.ensure_indexes()
 
     async def messages(self, entry: RunEntry, last: int) -> list[RunMessage]:
-        """A run's last `last` messages, as its snapshot keeps them (storage/snapshots)."""
+        """A run's last `last` messages, as its snapshot (or its thread's checkpoint)
+        keeps them (storage/snapshots)."""
+        if entry.runtime is Runtime.LANGGRAPH:
+            if self.langgraph is None:
+                return []
+            return await self.langgraph.reader.conversation(entry.snapshot_id, last)
         return await read_messages(self.db[SNAPSHOTS_COLLECTION], entry, last)
 
     async def ping(self) -> bool:
@@ -115,3 +131,22 @@ class Storage:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _threads(
+    client: AsyncMongoClient[Document],
+    langgraph: LangGraphCheckpoints | None,
+    runs: RunIndex,
+    outbox: EventOutbox,
+    poll_interval: float,
+) -> LangGraphSource | None:
+    """The follower's LangGraph source, where the saver's database is named."""
+    if langgraph is None:
+        return None
+    saver = client[langgraph.database]
+    source = LangGraphSource(
+        saver[langgraph.checkpoints], saver[langgraph.writes], runs, runs.state,
+        langgraph.reading, utcnow, walk_limit=langgraph.walk_limit, poll_interval=poll_interval,
+    )  # fmt: skip
+    source.applier.outbox = outbox
+    return source

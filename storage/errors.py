@@ -6,7 +6,7 @@ The whole tree of this project's errors is drawn once, in docs/design.md ("Error
 
 from __future__ import annotations
 
-from pymongo.errors import ConnectionFailure, OperationFailure, ServerSelectionTimeoutError
+from pymongo.errors import ConnectionFailure, OperationFailure, PyMongoError
 
 
 class SuspendedRunsError(Exception):
@@ -27,8 +27,12 @@ _UNAVAILABLE_CODES = frozenset({91, 189, 10107, 11600, 11602, 13435, 13436})
 
 def database_unavailable(exc: BaseException | None) -> bool:
     """Whether `exc` says the database could not be reached or could not serve now (a
-    client's cue to try again), as opposed to refusing what it was asked."""
+    client's cue to try again), as opposed to refusing what it was asked. A deadline that
+    passed (storage/deadlines.py) is one, whichever step it cut: the server's own limit
+    (MaxTimeMSExpired), a checkout, a reply."""
     if isinstance(exc, ConnectionFailure):  # AutoReconnect, timeouts, no server selected
+        return True
+    if isinstance(exc, PyMongoError) and exc.timeout:
         return True
     return isinstance(exc, OperationFailure) and exc.code in _UNAVAILABLE_CODES
 
@@ -52,9 +56,3 @@ def database_fault(exc: BaseException | None) -> bool:
     embedded server answers to everything once its storage failed)."""
     internal = isinstance(exc, OperationFailure) and exc.code == 1
     return database_unavailable(exc) or storage_full(exc) or internal
-
-
-def maybe_applied(exc: BaseException | None) -> bool:
-    """Whether a write that failed with `exc` may still have been applied: the connection
-    failed after the command may have been sent. No server selected means it never left."""
-    return isinstance(exc, ConnectionFailure) and not isinstance(exc, ServerSelectionTimeoutError)

@@ -53,6 +53,11 @@ PYTHON_RUN_WORKFLOW = "suspended-runs.python-agent"
 """Runs of this server's own Python agents: a name of their own, so Mastra never resumes them."""
 
 RUN_WORKFLOWS = (*MASTRA_RUN_WORKFLOWS, PYTHON_RUN_WORKFLOW)
+"""Workflow names of the runs kept in the snapshot collection."""
+
+LANGGRAPH_RUN_WORKFLOW = "langgraph"
+"""An entry's `workflowName` for a LangGraph thread's run (kept in the saver's collections,
+never in the snapshot collection)."""
 
 
 class RunStatus(StrEnum):
@@ -72,6 +77,7 @@ FINISHED = frozenset({RunStatus.COMPLETED, RunStatus.FAILED, RunStatus.ENDED, Ru
 class Runtime(StrEnum):
     PYTHON = "python"
     MASTRA = "mastra"
+    LANGGRAPH = "langgraph"
 
 
 def json_kind(value: Any) -> str:

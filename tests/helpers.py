@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from asgi_lifespan import LifespanManager
 from bson import json_util
 from opentelemetry.sdk.trace import TracerProvider
 
-from suspended_runs.server import Settings, create_app
+from suspended_runs.server import EmbeddedMongoDB, Settings, create_app
 from suspended_runs.server.app import DiskWatch
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.server.http_protocol import uvicorn_options
@@ -216,6 +216,19 @@ async def running_app(
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             await wait_ready(client)
             yield client
+
+
+@contextlib.contextmanager
+def stopped(database: EmbeddedMongoDB) -> Iterator[None]:
+    """`database` hung, as a frozen disk or a partition leaves it: its process stopped
+    (SIGSTOP), its connections open; always continued (SIGCONT) after."""
+    assert database.process is not None
+    pid = database.process.pid
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 STATE_FILE = "embedded-mongodb.json"

@@ -1,18 +1,30 @@
 """The distribution installs as `suspended_runs.<layer>`, beside PyPI's `schema`, and its
-command works from a regular (not editable) install in a fresh virtual environment."""
+command works from a regular (not editable) install in a fresh virtual environment, its
+dependencies resolved by the pip that Python 3.11 bundles (no upgrade: what a user has).
+These tests reach the package index."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
-import sysconfig
+import tomllib
 import venv
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).parent.parent
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+OLDEST_PIP = "23.2.1"
+"""The pip that Python 3.11's venv bundles: the oldest a user installs with."""
+EXTRAS = ["", *PROJECT["optional-dependencies"]]
+"""What the oldest pip resolves: the project alone, and with each of its extras."""
 _NOT_SOURCE = shutil.ignore_patterns(
     ".venv",
     ".git",
@@ -46,27 +58,41 @@ def _run(*args: str | Path, stderr: bool = False) -> str:
 
 
 @pytest.fixture(scope="module")
-def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A new venv holding PyPI's `schema` and a regular install of a copy of this project.
-
-    Its other dependencies are this test run's own, reached through a .pth file, so the
-    test downloads only `schema` (and the build backend), not the whole dependency tree.
-    """
-    where = tmp_path_factory.mktemp("packaging")
-    source = where / "project"
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this project's source, away from this checkout's folders."""
+    source = tmp_path_factory.mktemp("packaging") / "project"
     shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)
+    return source
+
+
+@pytest.fixture(scope="module")
+def fresh_venv(source: Path) -> Path:
+    """A new venv holding PyPI's `schema` and a regular install of the project, with its
+    dependencies, resolved and installed once by the pip the venv came with."""
+    where = source.parent
     env = where / "venv"
     venv.create(env, with_pip=True)
     python = env / "bin" / "python"
-    _run(python, "-m", "pip", "install", "--quiet", "schema")
-    # Verbose, so the build backend's own warnings are kept for the test below.
-    build = _run(python, "-m", "pip", "install", "-v", "--no-deps", source, stderr=True)
+    # Built apart and verbose, so the build backend's own warnings are kept for a test.
+    build = _run(python, "-m", "pip", "wheel", "-v", "--no-deps", "-w", where / "dist", source)
     (where / "build.log").write_text(build)
-    site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])")
-    (Path(site.strip()) / "zz_test_dependencies.pth").write_text(
-        sysconfig.get_paths()["purelib"] + "\n"
-    )
+    [wheel] = (where / "dist").glob("suspended_runs-*.whl")
+    _run(python, "-m", "pip", "install", "--quiet", wheel, "schema")
     return env
+
+
+@pytest.fixture(scope="module")
+def oldest_pip(source: Path) -> Path:
+    """The python of a venv made by Python 3.11's `venv`, with pip OLDEST_PIP in it."""
+    python311 = sys.executable if sys.version_info[:2] == (3, 11) else shutil.which("python3.11")
+    if python311 is None:
+        pytest.skip("python3.11 is not on PATH: its bundled pip is what this checks")
+    env = source.parent / "venv-oldest-pip"
+    _run(python311, "-m", "venv", env)
+    python = env / "bin" / "python"
+    _run(python, "-m", "pip", "install", "--quiet", f"pip=={OLDEST_PIP}")
+    assert _run(python, "-m", "pip", "--version").startswith(f"pip {OLDEST_PIP} ")
+    return python
 
 
 def test_a_regular_install_builds_without_a_warning(fresh_venv: Path) -> None:
@@ -106,3 +132,23 @@ def test_a_regular_install_carries_the_inbox_page(fresh_venv: Path) -> None:
     assert str(fresh_venv) in str(static)
     shipped = sorted(path.name for path in static.iterdir())
     assert shipped == sorted(path.name for path in (ROOT / "server" / "static").iterdir())
+
+
+@pytest.mark.parametrize("extra", EXTRAS, ids=lambda extra: extra or "core")
+def test_the_oldest_pip_resolves_the_dependencies(
+    oldest_pip: Path, source: Path, extra: str, tmp_path: Path
+) -> None:
+    """`pip install .` (or `.[extra]`) with the pip a user has: resolved, nothing built."""
+    report = tmp_path / "report.json"
+    wanted = f"{source}[{extra}]" if extra else str(source)
+    pip = (oldest_pip, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet")
+    _run(*pip, "--report", report, wanted)
+    resolved = {
+        canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
+    asked = PROJECT["dependencies"] + PROJECT["optional-dependencies"].get(extra, [])
+    for requirement in map(Requirement, asked):
+        if requirement.marker is None or requirement.marker.evaluate():
+            name = canonicalize_name(requirement.name)
+            assert requirement.specifier.contains(resolved[name], prereleases=True), name

@@ -63,7 +63,7 @@ function header(run, id, act) {
       { id: `${id}-title`, tabindex: "-1" },
       h("span", { class: "agent" }, run.agentId),
       " ",
-      h("span", { class: `badge runtime-${run.runtime.toLowerCase()}` }, run.runtime === "PYTHON" ? "Python" : "Mastra"),
+      h("span", { class: `badge runtime-${run.runtime.toLowerCase()}` }, runtimeName(run.runtime)),
       waits(state.view) ? null : [" ", h("span", { class: "badge state" }, statusWords(run))],
     ),
     since(run),
@@ -96,6 +96,11 @@ function since(run) {
     parts.push(" · ", timeAgo(`decided${run.decidedBy ? ` by ${run.decidedBy}` : ""}`, run.decidedAt));
   }
   return h("p", { class: "age" }, parts);
+}
+
+/** A runtime as a reader names it. */
+export function runtimeName(runtime) {
+  return { PYTHON: "Python", MASTRA: "Mastra", LANGGRAPH: "LangGraph" }[runtime] ?? runtime;
 }
 
 export function timeAgo(verb, iso) {
@@ -282,7 +287,7 @@ function outcome(run) {
     return h("div", { class: "outcome" }, h("p", { class: "label" }, "Output"), h("div", { class: "payload" }, renderJson(run.output)));
   }
   if (run.status === "FAILED") return h("p", { class: "outcome failed" }, `Failed: ${run.error ?? "no reason given"}`);
-  if (run.status === "ENDED") return h("p", { class: "outcome" }, "It left the suspended state elsewhere (on its Mastra server).");
+  if (run.status === "ENDED") return h("p", { class: "outcome" }, run.error ? `It ended elsewhere: ${run.error}.` : `It left the suspended state elsewhere (${run.runtime === "LANGGRAPH" ? "its LangGraph thread moved on" : "on its Mastra server"}).`);
   if (run.status === "CANCELLED") {
     const who = run.decidedBy ?? "an operator";
     return h("p", { class: "outcome" }, `Cancelled by ${who}: ${run.error ?? "no reason given"}.`);

@@ -1,6 +1,6 @@
 // The list of runs as cards, updated in place, and the agent filter's options.
 
-import { runCard } from "./cards.js";
+import { runCard, runtimeName } from "./cards.js";
 import { $, h } from "./dom.js";
 import { state } from "./state.js";
 
@@ -15,7 +15,7 @@ export function showAgents(agents) {
   select.dataset.signature = signature;
   const current = state.filters.agent;
   const options = agents.map((a) =>
-    h("option", { value: a.id }, `${a.id} (${a.runtime === "PYTHON" ? "Python" : "Mastra"}, ${a.suspendedRuns} waiting)`),
+    h("option", { value: a.id }, `${a.id} (${runtimeName(a.runtime)}, ${a.suspendedRuns} waiting)`),
   );
   if (current && !agents.some((a) => a.id === current)) options.push(h("option", { value: current }, current));
   select.replaceChildren(h("option", { value: "" }, "All agents"), ...options);

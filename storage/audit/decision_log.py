@@ -19,6 +19,7 @@ from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
 
+from suspended_runs.storage import deadlines
 from suspended_runs.storage.index.filters import RunFilter
 from suspended_runs.storage.types import Document
 
@@ -225,10 +226,12 @@ class DecisionLog:
 
     async def wait_for_answer(self, key: str, within: float) -> Document | None:
         """The first caller's answer, once it has one; None if the key was let go, or
-        its holder's lease ran out, or `within` seconds passed."""
+        its holder's lease ran out, or `within` seconds passed. It waits on another
+        request, not on the database: each look has the request's whole deadline."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + within
         while loop.time() < deadline:
+            deadlines.restart()
             doc = await self.keys.find_one({"_id": key})
             if doc is None:
                 return None  # the first caller failed and let the key go

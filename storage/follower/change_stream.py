@@ -101,15 +101,7 @@ class ChangeStreamFollower:
 
     async def works(self) -> bool:
         """Whether the database offers change streams."""
-        try:
-            async with await self.snapshots.watch(_EVERY_CHANGE, max_await_time_ms=1):
-                return True
-        except OperationFailure as exc:
-            log.warning(
-                "the database offers no change streams; following snapshots by polling",
-                extra={"reason": str(exc)},
-            )
-            return False
+        return await offers_streams(self.snapshots, _EVERY_CHANGE, "snapshots")
 
     async def follow(self, following: Callable[[], None]) -> None:
         """Catch up where needed, then apply every change as it comes, until cancelled;
@@ -199,7 +191,7 @@ class ChangeStreamFollower:
                 self._busy = False
                 return batch, True
             batch.append(change)
-            if _buffered(stream):
+            if buffered(stream):
                 continue
             waited = asyncio.get_running_loop().time() - started
             if not self._busy or waited >= _GATHER:
@@ -257,7 +249,23 @@ class ChangeStreamFollower:
             await self.settlement.settle_claimed()
 
 
-def _buffered(stream: AsyncChangeStream[Document]) -> int:
+async def offers_streams(
+    collection: AsyncCollection[Document], pipeline: list[Document], what: str
+) -> bool:
+    """Whether the database offers change streams on `collection` (else: logged, with
+    `what` is followed by polling)."""
+    try:
+        async with await collection.watch(pipeline, max_await_time_ms=1):
+            return True
+    except OperationFailure as exc:
+        log.warning(
+            f"the database offers no change streams; following {what} by polling",
+            extra={"reason": str(exc)},
+        )
+        return False
+
+
+def buffered(stream: AsyncChangeStream[Document]) -> int:
     """How many changes of the server's last batch the stream holds unread. The driver
     says so only in its cursor's buffer (no public attribute): a driver without one reads
     as 0, a batch per change, slower but as exact. A batch's end cannot be told from its

@@ -23,6 +23,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 
 from suspended_runs.storage.follower.change_stream import ChangeStreamFollower
 from suspended_runs.storage.follower.changes import ChangeApplier
+from suspended_runs.storage.follower.langgraph_source import LangGraphSource
 from suspended_runs.storage.follower.polling import SnapshotPoller
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.reconcile import Progress, Reconciler, ReconcileReport
@@ -72,6 +73,7 @@ class SnapshotFollower:
         clock: Callable[[], datetime] = utcnow,
         holder: str | None = None,
         lease: timedelta = _LEASE,
+        langgraph: LangGraphSource | None = None,
     ) -> None:
         self.snapshots = snapshots
         self.index = index
@@ -79,11 +81,9 @@ class SnapshotFollower:
         self.clock = clock
         self.following: FollowMode | None = None
         """The mode in use once the initial reconcile is done; None before."""
-        self.ready_mode: FollowMode | None = None
-        """The mode this instance was first caught up in; from then on it stays ready."""
+        self._ready_mode: FollowMode | None = None
         self._leader: Document = {}  # what the follower said last, while this one stands by
-        self.healthy = True
-        """False from a failure of the follower until it follows again (`/readyz` says 503)."""
+        self._healthy, self.langgraph = True, langgraph  # the second source, if any
         self.settlement = Settlement(snapshots, index, clock)
         self.changes = ChangeApplier(snapshots, index, clock)
         position = FollowPosition(state, clock)
@@ -95,11 +95,23 @@ class SnapshotFollower:
         )
         parts = (snapshots, self.changes, position, self.settlement)
         self._poller = SnapshotPoller(*parts, interval=poll_interval, overlap=poll_overlap)
-        self._position = position
-        self._retry = _FIRST_RETRY
+        self._position, self._retry = position, _FIRST_RETRY
         self.lease = Lease(state, holder or instance_name(), lease, clock)
         self.role = "standby"
         """"follower" while this instance holds the lease and follows, else "standby"."""
+
+    @property
+    def ready_mode(self) -> FollowMode | None:
+        """The mode this instance was first caught up in (every source caught up); from then
+        on it stays ready. None before."""
+        if self.role == "follower" and self.langgraph is not None and not self.langgraph.ready:
+            return None
+        return self._ready_mode
+
+    @property
+    def healthy(self) -> bool:
+        """False from a failure of a source until it follows again (`/readyz` says 503)."""
+        return self._healthy and (self.langgraph is None or self.langgraph.healthy)
 
     @property
     def progress(self) -> Progress:
@@ -123,6 +135,8 @@ class SnapshotFollower:
         """Whether every change read so far is applied (polling: as of the last poll)."""
         if self.role != "follower":
             return bool(self._leader.get("caughtUp"))
+        if self.langgraph is not None and not self.langgraph.caught_up:
+            return False
         if self.following is FollowMode.CHANGE_STREAM:
             return self._stream.caught_up
         return self.following is FollowMode.POLL
@@ -136,15 +150,22 @@ class SnapshotFollower:
             return float(behind) if isinstance(behind, int | float) else None
         if self.caught_up:
             return 0.0
+        behind = [] if self.langgraph is None else [self.langgraph.behind_seconds]
         applied = self.changes.applied_up_to
-        return None if applied is None else max((self.clock() - applied).total_seconds(), 0.0)
+        if not (self.following is FollowMode.POLL or self._stream.caught_up):
+            behind.append(None if applied is None else (self.clock() - applied).total_seconds())
+        known = [max(b, 0.0) for b in behind if b is not None]
+        return max(known) if known and len(known) == len(behind) else None
 
     async def ensure_indexes(self) -> None:
         await self.reconciler.ensure_indexes()
 
     async def reconcile(self) -> ReconcileReport:
-        """Rebuild every entry from the snapshots (reconcile.py)."""
-        return await self.reconciler.reconcile()
+        """Rebuild every entry from the snapshots (reconcile.py) and LangGraph's threads."""
+        report = await self.reconciler.reconcile()
+        if self.langgraph is not None:
+            report.written += await self.langgraph.reconcile()
+        return report
 
     async def run(self) -> None:
         """Follow the snapshots while this instance holds the follower lease; stand by while
@@ -162,7 +183,7 @@ class SnapshotFollower:
                 except Exception as exc:
                     if cancelled_meanwhile():
                         raise asyncio.CancelledError from exc
-                    self.healthy = False
+                    self._healthy = False
                     log.warning(
                         "the follower lease could not be checked",
                         extra={"errorType": type(exc).__name__},
@@ -216,9 +237,10 @@ class SnapshotFollower:
         self._leader = leader or {}
         mode = leader.get("mode") if leader else None
         self.following = FollowMode(mode) if mode in set(FollowMode) else None
-        if self.following is not None and self.ready_mode is None:
-            self.ready_mode = self.following  # the follower it reads is caught up
-        self.healthy = bool(leader.get("healthy", True)) if leader else True
+        ready = leader is not None and leader.get("sourcesReady", True) is True
+        if self.following is not None and self._ready_mode is None and ready:
+            self._ready_mode = self.following  # the follower it reads is caught up
+        self._healthy = bool(leader.get("healthy", True)) if leader else True
         if leader and isinstance(leader.get("indexed"), int):
             self.reconciler.progress = Progress(leader["indexed"], leader.get("of"))
 
@@ -229,6 +251,7 @@ class SnapshotFollower:
         lag = {"caughtUp": self.caught_up, "behindSeconds": self.behind_seconds}
         return {
             "mode": mode,
+            "sourcesReady": self.langgraph is None or self.langgraph.ready,
             "healthy": self.healthy,
             "catchingUp": self.catching_up,
             **progress,
@@ -240,6 +263,9 @@ class SnapshotFollower:
         and retried after a capped exponential backoff, unhealthy meanwhile."""
         self.following = None
         sweeper = asyncio.create_task(self._sweep_forever(), name="settle-runs-in-doubt")
+        threads = None
+        if self.langgraph is not None:
+            threads = asyncio.create_task(self._follow_langgraph(), name="follow-langgraph")
         try:
             while True:
                 try:
@@ -249,7 +275,7 @@ class SnapshotFollower:
                 except Exception as exc:
                     if cancelled_meanwhile():
                         raise asyncio.CancelledError from exc
-                    self.healthy = False
+                    self._healthy = False
                     log.warning(
                         "the snapshot follower failed; retrying",
                         extra={"errorType": type(exc).__name__, "retryInSeconds": self._retry},
@@ -258,6 +284,31 @@ class SnapshotFollower:
                     self._retry = min(self._retry * 2, _MAX_RETRY)
         finally:
             sweeper.cancel()
+            if threads is not None:
+                await stopped(threads)
+
+    async def _follow_langgraph(self) -> None:
+        """Follow LangGraph's checkpoints until cancelled; a failure is logged and retried
+        after a capped exponential backoff, unhealthy meanwhile (as the snapshots')."""
+        assert self.langgraph is not None
+        retry = _FIRST_RETRY
+        while True:
+            try:
+                await self.langgraph.follow(poll=self.mode is FollowMode.POLL)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if cancelled_meanwhile():
+                    raise asyncio.CancelledError from exc
+                self.langgraph.healthy = False
+                log.warning(
+                    "following LangGraph threads failed; retrying",
+                    extra={"errorType": type(exc).__name__, "retryInSeconds": retry},
+                )
+                await asyncio.sleep(retry)
+                retry = min(retry * 2, _MAX_RETRY)
+            else:
+                retry = _FIRST_RETRY
 
     async def _follow(self) -> None:
         mode = self.mode
@@ -277,10 +328,10 @@ class SnapshotFollower:
 
     def _following(self, mode: FollowMode) -> None:
         """The follower is (again) following: healthy, with its backoff reset."""
-        if self.following is None or not self.healthy:
+        if self.following is None or not self._healthy:
             log.info("following snapshots", extra={"mode": mode.value})
-        self.following, self.healthy, self._retry = mode, True, _FIRST_RETRY
-        self.ready_mode = self.ready_mode or mode
+        self.following, self._healthy, self._retry = mode, True, _FIRST_RETRY
+        self._ready_mode = self._ready_mode or mode
 
     async def _sweep_forever(self) -> None:
         while True:

@@ -22,9 +22,16 @@ _TOKEN_SAVE_INTERVAL = 5.0
 
 
 class FollowPosition:
-    def __init__(self, state: AsyncCollection[Document], clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self,
+        state: AsyncCollection[Document],
+        clock: Callable[[], datetime],
+        token_id: str = _TOKEN_ID,
+    ) -> None:
         self.state = state
         self.clock = clock
+        self.token_id = token_id
+        """The document it is kept in: one per followed collection."""
         self.high_water: datetime | None = None
         """The newest `updatedAt` applied by this process."""
         self._saved_at = 0.0
@@ -36,12 +43,12 @@ class FollowPosition:
 
     async def token(self) -> Any:
         """The resume token saved last, or None."""
-        doc = await self.state.find_one({"_id": _TOKEN_ID})
+        doc = await self.state.find_one({"_id": self.token_id})
         return doc.get("resumeToken") if doc else None
 
     async def stored_high_water(self) -> datetime | None:
         """The newest `updatedAt` applied, as saved with the token (or by polling)."""
-        doc = await self.state.find_one({"_id": _TOKEN_ID})
+        doc = await self.state.find_one({"_id": self.token_id})
         stored = doc.get("highWater") if doc else None
         return stored if isinstance(stored, datetime) else None
 
@@ -52,7 +59,7 @@ class FollowPosition:
             state["resumeToken"] = token
         if self.high_water is not None:
             state["highWater"] = self.high_water
-        await self.state.update_one({"_id": _TOKEN_ID}, {"$set": state}, upsert=True)
+        await self.state.update_one({"_id": self.token_id}, {"$set": state}, upsert=True)
         self._saved_at = asyncio.get_running_loop().time()
 
     def due(self, every: float = _TOKEN_SAVE_INTERVAL) -> bool:

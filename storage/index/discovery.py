@@ -17,8 +17,10 @@ from pymongo.errors import BulkWriteError
 from suspended_runs.storage.index.counts import STAMP
 from suspended_runs.storage.index.entry import RunEntry, read_entry
 from suspended_runs.storage.index.writes import IndexWriter, lost_to_taken_ids, written_by
-from suspended_runs.storage.types import Document, RunStatus
+from suspended_runs.storage.types import Document, RunStatus, Runtime
 
+_ELSEWHERE = Runtime.LANGGRAPH.value
+"""The runtime whose runs are followed from other collections than the snapshots."""
 _FOLLOWER_OWNED = [RunStatus.SUSPENDED.value, RunStatus.ENDED.value]
 _KEPT = ("version", "endedAt", "decidedAt", "decidedBy")  # the follower never decides
 _BATCH = 1000
@@ -37,6 +39,8 @@ class Discovery(IndexWriter):
         now: datetime | None = None,
         *,
         new: Iterable[RunEntry] = (),
+        failed: Iterable[RunEntry] = (),
+        reason: str | None = None,
     ) -> int:
         """One batch of what the follower found, as one bulk write (one new version): the
         suspended runs `entries` put over older entries (an earlier `suspendedAt`, ENDED
@@ -45,35 +49,60 @@ class Discovery(IndexWriter):
         meets the unique runId and is left), the runs `new` (none a moment ago) inserted,
         stamped with the database's clock (a fifth of an upsert's cost on the embedded
         server; one inserted meanwhile is put instead), and the SUSPENDED runs `ended` (by
-        runId) or whose snapshot was `deleted` (by snapshotId) marked ENDED."""
-        entries, ended, deleted, new = list(entries), list(ended), list(deleted), list(new)
-        if found := [*entries, *new]:
+        runId) or whose snapshot was `deleted` (by snapshotId) marked ENDED, with `reason`
+        as their outcome's error where given. The runs `failed` (a LangGraph thread's task
+        that failed at its interrupt) are put FAILED over a SUSPENDED entry, or inserted;
+        one in any other state is its holder's, and left."""
+        entries, new, failed = list(entries), list(new), list(failed)
+        ended, deleted = list(ended), list(deleted)
+        if found := [*entries, *new, *failed]:
             await self._version.note_created([e.created_at for e in found])
             await self._agents.note(found)
         stamp = await self._database_now() if new else None
         ops: list[InsertOne[Document] | UpdateOne | UpdateMany] = [
             *(InsertOne(_inserted(e, stamp)) for e in new if stamp is not None),
             *(_put(e) for e in entries),
-            *self._ends(ended, deleted, now or datetime.now(UTC)),
+            *self._ends(ended, deleted, now or datetime.now(UTC), reason),
+            *(self._fail(e) for e in failed),
         ]
+        return await self._write(ops, new)
+
+    async def _write(
+        self, ops: list[InsertOne[Document] | UpdateOne | UpdateMany], new: list[RunEntry]
+    ) -> int:
         if not ops:
             return 0
         try:
             result = await self._writes.bulk_write(ops, ordered=False)
         except BulkWriteError as exc:
+            # A failed run's upsert that met another state's entry (its runId taken) is left.
             lost = [new[e["index"]] for e in lost_to_taken_ids(exc) if e["index"] < len(new)]
             return written_by(exc) + (await self.apply(lost) if lost else 0)
         return result.inserted_count + result.modified_count + result.upserted_count
 
-    def _ends(self, ended: list[str], deleted: list[Any], now: datetime) -> list[UpdateMany]:
+    def _ends(
+        self, ended: list[str], deleted: list[Any], now: datetime, reason: str | None
+    ) -> list[UpdateMany]:
         """The updates that end the SUSPENDED runs `ended` (by runId), and those whose
         snapshot was `deleted` (by snapshotId)."""
         end, suspended = self._retention.end_update(now), RunStatus.SUSPENDED.value
+        if reason is not None:
+            end["$set"]["outcome"] = {"output": None, "error": reason}
         return [
             UpdateMany({field: {"$in": keys[i : i + _BATCH]}, "status": suspended}, end)
             for field, keys in (("runId", ended), ("snapshotId", deleted))
             for i in range(0, len(keys), _BATCH)
         ]
+
+    def _fail(self, entry: RunEntry) -> UpdateOne:
+        assert entry.ended_at is not None
+        doc = {k: v for k, v in entry.to_document().items() if k not in _KEPT}
+        doc |= {"endedAt": entry.ended_at, "expiresAt": entry.ended_at + self._retention.period}
+        return UpdateOne(
+            {"runId": entry.run_id, "status": RunStatus.SUSPENDED.value},
+            {"$set": doc, "$inc": {"version": 1}, **STAMP},
+            upsert=True,
+        )
 
     async def _database_now(self) -> datetime:
         """The database's clock, which every other write stamps `changedAt` with: asked
@@ -128,16 +157,28 @@ class Discovery(IndexWriter):
         return found
 
     async def discovered_versions(self) -> dict[str, tuple[str, Any]]:
-        """runId -> (status, suspendedAt) of every entry: what a reconcile compares."""
-        cursor = self.collection.find({}, {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1})
-        return {d["runId"]: (d["status"], d.get("suspendedAt")) async for d in cursor}
+        """runId -> (status, suspendedAt) of every entry of the snapshot collection's runs
+        (a LangGraph thread's run is not there): what a reconcile compares."""
+        fields = {"_id": 0, "runId": 1, "status": 1, "suspendedAt": 1, "runtime": 1}
+        cursor = self.collection.find({}, fields)
+        return {
+            d["runId"]: (d["status"], d.get("suspendedAt"))
+            async for d in cursor
+            if d.get("runtime") != _ELSEWHERE
+        }
 
     async def suspended_by_snapshot(self) -> dict[Any, str]:
-        """snapshotId -> runId of every SUSPENDED run (the follower checks they still exist)."""
+        """snapshotId -> runId of every SUSPENDED run of the snapshot collection (the
+        follower checks they still exist)."""
         live = self.collection.find(
-            {"status": RunStatus.SUSPENDED.value}, {"_id": 0, "runId": 1, "snapshotId": 1}
+            {"status": RunStatus.SUSPENDED.value},
+            {"_id": 0, "runId": 1, "snapshotId": 1, "runtime": 1},
         )
-        return {doc["snapshotId"]: doc["runId"] async for doc in live if "snapshotId" in doc}
+        return {
+            doc["snapshotId"]: doc["runId"]
+            async for doc in live
+            if "snapshotId" in doc and doc.get("runtime") != _ELSEWHERE
+        }
 
     async def resting_states(self, run_ids: list[str]) -> dict[str, tuple[str, Any]]:
         """runId -> (status, suspendedAt) of the runs that have an entry."""

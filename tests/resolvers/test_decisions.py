@@ -27,6 +27,7 @@ from tests.helpers import (
     load_snapshots,
     make_gql,
     run_of,
+    stopped,
 )
 from tests.helpers import start_run as start
 
@@ -351,19 +352,7 @@ def test_a_database_killed_mid_approval_answers_outcome_unknown_and_the_run_sett
     """The tool runs while the database is killed: the caller is told OutcomeUnknown (never
     an internal error), and once the database is back the run settles by itself, with the
     tool run once."""
-    (tmp_path / "gated_agents.py").write_text(_GATED_AGENTS)
-    gate = tmp_path / "gate"
-    gate.mkdir()
-    path = os.pathsep.join(p for p in [str(tmp_path), os.environ.get("PYTHONPATH")] if p)
-    server.env.update(
-        MONGODB_URI=own_database.uri,
-        AGENTS="gated_agents:agents",
-        PYTHONPATH=path,
-        GATE_DIR=str(gate),
-    )
-    server.start()
-    started = server.query(START, {"input": {"agentId": "gated", "prompt": "go"}})
-    run_id = started["data"]["startRun"]["run"]["runId"]
+    gate, run_id = _gated_run(server, own_database, tmp_path)
     approving, answers = _approving(server, run_id)
     _wait_for_file(gate / "started")
     own_database.kill()
@@ -379,6 +368,43 @@ def test_a_database_killed_mid_approval_answers_outcome_unknown_and_the_run_sett
     assert run["output"] == "done"
     assert (gate / "executions").read_text() == "ran\n"
     assert "Traceback" not in server.log.read_text()
+
+
+def test_a_database_hung_mid_approval_answers_outcome_unknown_within_the_deadline(
+    own_database: EmbeddedMongoDB, server: Server, tmp_path: Path
+) -> None:
+    """The database hangs while the tool runs: once the tool ends, the caller is told
+    OutcomeUnknown within DATABASE_DEADLINE_SECONDS, with the run as read before the
+    claim; once the database goes on, the run settles by itself, the tool run once."""
+    server.env["DATABASE_DEADLINE_SECONDS"] = "2"
+    gate, run_id = _gated_run(server, own_database, tmp_path)
+    approving, answers = _approving(server, run_id)
+    _wait_for_file(gate / "started")
+    with stopped(own_database):
+        (gate / "go").touch()
+        opened = time.monotonic()
+        approving.join(120)
+        assert time.monotonic() - opened <= 2 + 1
+    result = answers[0].json()["data"]["approveToolCall"]
+    assert result["__typename"] == "OutcomeUnknown", result
+    assert (result["run"]["runId"], result["run"]["status"]) == (run_id, "SUSPENDED")
+    assert _completed(server, run_id)["output"] == "done"
+    assert (gate / "executions").read_text() == "ran\n"
+    assert "Traceback" not in server.log.read_text()
+
+
+def _gated_run(server: Server, database: EmbeddedMongoDB, tmp_path: Path) -> tuple[Path, str]:
+    """`server` serving the gated agent on `database`; the gate's folder and a run of it."""
+    (tmp_path / "gated_agents.py").write_text(_GATED_AGENTS)
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    path = os.pathsep.join(p for p in [str(tmp_path), os.environ.get("PYTHONPATH")] if p)
+    server.env.update(
+        MONGODB_URI=database.uri, AGENTS="gated_agents:agents", PYTHONPATH=path, GATE_DIR=str(gate)
+    )
+    server.start()
+    started = server.query(START, {"input": {"agentId": "gated", "prompt": "go"}})
+    return gate, started["data"]["startRun"]["run"]["runId"]
 
 
 def _approving(server: Server, run_id: str) -> tuple[threading.Thread, list[httpx.Response]]:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def test_help_lists_the_subcommands() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("serve", "reconcile", "export-schema"):
+    for command in ("serve", "reconcile", "export-schema", "langgraph-index"):
         assert command in result.stdout
 
 
@@ -275,3 +276,33 @@ def test_new_api_key_makes_an_entry_that_the_server_reads(tmp_path: Path) -> Non
     scopes = [key.scope for key in load_api_keys(tmp_path / "keys.json")]
     assert scopes[0].unrestricted and not scopes[1].unrestricted
     assert not scopes[2].allows_agent("any")  # neither --all nor ids: sees nothing
+
+
+def test_a_langgraph_database_without_its_index_stops_a_start_that_may_not_build_it(
+    mongo_uri: str,
+) -> None:
+    database = f"lg_{uuid.uuid4().hex[:8]}"
+    env = {
+        "MONGODB_URI": mongo_uri,
+        "MONGODB_DB": f"{database}_index",
+        "LANGGRAPH_DB": database,
+        "LANGGRAPH_CREATE_INDEX": "false",
+        "PORT": str(free_port()),
+    }
+    try:
+        refused = run_cli("serve", env=env)
+        assert refused.returncode == 2, refused.stderr
+        lines = [line for line in refused.stderr.splitlines() if not line.startswith("{")]
+        assert len(lines) == 1 and "suspended-runs langgraph-index" in lines[0], refused.stderr
+        built = run_cli("langgraph-index", env=env)
+        assert built.returncode == 0, built.stderr
+        with MongoClient[Any](mongo_uri) as client:
+            keys = [
+                spec["key"]
+                for spec in client[database].checkpoint_writes.index_information().values()
+            ]
+        assert [("channel", 1), ("checkpoint_ns", 1)] in keys
+    finally:
+        with MongoClient[Any](mongo_uri) as client:
+            client.drop_database(database)
+            client.drop_database(f"{database}_index")
