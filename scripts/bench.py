@@ -22,11 +22,12 @@ and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`)
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
 
-`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung` and `--langgraph` print
-only the follower's figures, hostile requests', subscriptions' and traces', webhooks'
-(scripts/webhooks.py), `assignedToMe` lists' beside other shapes (scripts/assigned.py),
-the seconds to a typed answer while the database hangs (scripts/hung.py), and LangGraph
-threads' beside Mastra runs (scripts/threads.py).
+`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung`, `--langgraph` and
+`--slow-bodies` print only the follower's figures, hostile requests', subscriptions' and
+traces', webhooks' (scripts/webhooks.py), `assignedToMe` lists' beside other shapes
+(scripts/assigned.py), the seconds to a typed answer while the database hangs
+(scripts/hung.py), LangGraph threads' beside Mastra runs (scripts/threads.py), and other
+clients' polls beside slow request bodies (scripts/slow_bodies.py).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import assigned, churn, hostile, hung, live, threads, webhooks
+from scripts import assigned, churn, hostile, hung, live, slow_bodies, threads, webhooks
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -512,6 +513,8 @@ def main() -> int:
         return langgraph_main(args)
     if args.hung:
         return hung_main(args)
+    if args.slow_bodies:
+        return slow_bodies_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -588,6 +591,15 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
     parser.add_argument("--hostile-kb", type=int, default=900, help="kB of each query")
     parser.add_argument("--hostile-writes", type=float, default=20, help="writes/s beside polls")
+    parser.add_argument(
+        "--slow-bodies", action="store_true", help="only polls' figures beside slow bodies"
+    )
+    parser.add_argument("--slow-connections", type=int, default=2000, help="slow connections")
+    parser.add_argument("--slow-cap", type=int, default=256, help="MAX_CONNECTIONS_PER_PEER")
+    parser.add_argument("--slow-byte-every", type=float, default=5, help="seconds between bytes")
+    parser.add_argument("--slow-poll-every", type=float, default=0.25, help="seconds between polls")
+    parser.add_argument("--slow-seconds", type=float, default=20, help="seconds of each phase")
+    parser.add_argument("--slow-rounds", type=int, default=3, help="quiet and slow phases each")
     return parser.parse_args()
 
 
@@ -629,6 +641,76 @@ def hostile_main(args: argparse.Namespace) -> int:
     for name, value in rows:
         print(f"| {name} | {value} |")
     return 0
+
+
+def slow_bodies_main(args: argparse.Namespace) -> int:
+    """`--slow-bodies`: pollers' latency and the server's descriptors, quiet and beside
+    slow bodies from one client; with the limits, and with them out of reach."""
+    ulimit = slow_bodies.enough_descriptors(2 * args.slow_connections + 1024)
+    db, agents = "bench_slow_bodies", [_agent(k) for k in range(args.clients)]
+    servers = {
+        f"MAX_CONNECTIONS_PER_PEER={args.slow_cap}": {
+            "MAX_CONNECTIONS_PER_PEER": str(args.slow_cap)
+        },
+        "limits out of reach": slow_bodies.OUT_OF_REACH,
+    }
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        with MongoClient[Document](mongo.uri) as client:
+            insert_runs(client[db][SNAPSHOTS_COLLECTION], copies(1000, AGENTS, START))
+        for name, limits in servers.items():
+            served = serve(mongo.uri, db, log, **limits)
+            try:
+                counts_in_memory(served.url)
+                _say(f"{name}: polls, quiet, then beside {args.slow_connections} slow bodies")
+                rows.append((name, *_slow_bodies_phases(served, agents, args)))
+            finally:
+                served.stop()
+    print(f"\n## Polls beside slow bodies (ulimit -n {ulimit})\n")
+    print(
+        "| server | polls quiet: median / p99 | beside slow bodies | p99 ratio | "
+        "most descriptors, quiet / beside | slow connections held |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    return 0
+
+
+def _slow_bodies_phases(
+    served: Served, agents: list[str], args: argparse.Namespace
+) -> tuple[str, str, str, str, str]:
+    """`--slow-rounds` rounds of a quiet phase and one beside slow bodies: the medians of
+    each kind's median and p99, the most descriptors held, the slow connections held."""
+    pid, every, seconds = served.process.pid, args.slow_poll_every, args.slow_seconds
+
+    def polls() -> list[float]:
+        return slow_bodies.poll(served.url, agents, every, seconds)
+
+    quiet, beside, quiet_fds, beside_fds, held = [], [], 0, 0, []
+    baseline = slow_bodies.descriptors(pid)
+    for _ in range(args.slow_rounds):
+        slow_bodies.settled(pid, baseline)  # the last round's connections closed
+        times, most = slow_bodies.most_descriptors(pid, polls)
+        quiet.append(slow_bodies.figures(times))
+        quiet_fds = max(quiet_fds, most)
+        attack = slow_bodies.SlowBodies(served.port, args.slow_connections, args.slow_byte_every)
+        with attack:
+            time.sleep(2 * args.slow_byte_every)  # every connection tried at least once
+            times, most = slow_bodies.most_descriptors(pid, polls)
+            held.append(attack.waiting.value)
+        beside.append(slow_bodies.figures(times))
+        beside_fds = max(beside_fds, most)
+    q_median, q_p99 = (statistics.median(f[k] for f in quiet) for k in (0, 1))
+    b_median, b_p99 = (statistics.median(f[k] for f in beside) for k in (0, 1))
+    return (
+        f"{q_median:.1f} / {q_p99:.1f} ms",
+        f"{b_median:.1f} / {b_p99:.1f} ms",
+        f"{b_p99 / q_p99:.2f}",
+        f"{quiet_fds} / {beside_fds}",
+        f"{statistics.median(held):,.0f} of {args.slow_connections:,}",
+    )
 
 
 def _ms(seconds: list[float]) -> str:

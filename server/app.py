@@ -257,10 +257,7 @@ async def _lifespan(
     follower_task.add_done_callback(_report_follower_end)
     app.state.storage, app.state.runtimes = storage, runtimes
     app.state.follower_task = follower_task
-    app.state.persisted_queries = PersistedQueries(
-        storage.persisted_queries, only=settings.persisted_queries_only, manifest=manifest
-    )
-    _request_state(app, settings, storage)
+    _request_state(app, settings, storage, manifest)
     tasks = _timed_tasks(
         app, settings, WebhookDeliverer(storage, settings.delivery_rules, instance)
     )
@@ -310,8 +307,16 @@ def _runtimes(
     return Runtimes(claims, by_kind, background)
 
 
-def _request_state(app: Starlette, settings: Settings, storage: Storage) -> None:
+def _request_state(
+    app: Starlette, settings: Settings, storage: Storage, manifest: dict[str, str]
+) -> None:
     """What requests read of the app besides storage and runtimes."""
+    app.state.persisted_queries = PersistedQueries(
+        storage.persisted_queries,
+        only=settings.persisted_queries_only,
+        manifest=manifest,
+        per_minute=settings.persisted_queries_per_minute,
+    )
     app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
     app.state.webhook_rules = WebhookRules(
         settings.outbound_rules, timedelta(seconds=settings.webhook_rotation_seconds)
@@ -366,6 +371,7 @@ def _open_storage(settings: Settings, instance: str) -> Storage:
         instance=instance,
         follower_lease=timedelta(seconds=settings.follower_lease_seconds),
         persisted_queries_max=settings.persisted_queries_max,
+        persisted_queries_per_scope=settings.persisted_queries_per_scope,
         langgraph=settings.langgraph_checkpoints(settings.review_starter_context_key),
     )
 

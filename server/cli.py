@@ -202,7 +202,7 @@ def _serve_until_stopped(settings: Settings, served: list[_Database]) -> None:
     import uvicorn
 
     from suspended_runs.server.app import create_app
-    from suspended_runs.server.http_protocol import with_header_timeout
+    from suspended_runs.server.http_protocol import uvicorn_options
     from suspended_runs.server.memory import freeze_startup_objects, return_large_blocks
     from suspended_runs.server.preflight import listening_socket, usable_data_dir
 
@@ -224,15 +224,7 @@ def _serve_until_stopped(settings: Settings, served: list[_Database]) -> None:
             freeze_startup_objects()
             port = sock.getsockname()[1]
             log.info("serving GraphQL", extra={"url": f"http://{settings.host}:{port}/graphql"})
-            config = uvicorn.Config(
-                app,
-                host=settings.host,
-                port=port,
-                log_config=None,
-                access_log=False,
-                http=with_header_timeout(settings.header_timeout_seconds),
-                ws_max_size=settings.max_request_bytes,  # a message is a request, bounded so
-            )
+            config = uvicorn.Config(app, host=settings.host, port=port, **uvicorn_options(settings))
             with contextlib.suppress(KeyboardInterrupt):  # as uvicorn.run does
                 uvicorn.Server(config).run(sockets=[sock])
     finally:

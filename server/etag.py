@@ -110,7 +110,10 @@ class ConditionalGets:
         """The document a GET names by its hash alone (a persisted query), if known."""
         sha = hash_of_request(params.get("extensions"))
         persisted: PersistedQueries = scope["app"].state.persisted_queries
-        return None if sha is None else await persisted.lookup(sha)
+        principal: Principal | None = scope.get("state", {}).get("principal")
+        if sha is None or principal is None:
+            return None
+        return await persisted.lookup(sha, principal.scope)
 
     def _cacheable(self, query: str, operation_name: str | None) -> bool:
         try:

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from suspended_runs.server import EmbeddedMongoDB, Settings, create_app
 from suspended_runs.server.app import DiskWatch
 from suspended_runs.server.embedded_mongodb import free_port
-from suspended_runs.server.http_protocol import with_header_timeout
+from suspended_runs.server.http_protocol import uvicorn_options
 from suspended_runs.storage import Document
 
 ROOT = Path(__file__).parent.parent
@@ -301,12 +301,7 @@ class ThreadedServer:
 
     def __init__(self, settings: Settings) -> None:
         config = uvicorn.Config(
-            create_app(settings),
-            host="127.0.0.1",
-            port=free_port(),
-            log_config=None,
-            access_log=False,
-            http=with_header_timeout(settings.header_timeout_seconds),
+            create_app(settings), host="127.0.0.1", port=free_port(), **uvicorn_options(settings)
         )
         self.server = uvicorn.Server(config)
         self.url = f"http://127.0.0.1:{config.port}"
