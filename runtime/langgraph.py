@@ -236,20 +236,22 @@ class LangGraphRuntime:
         before: Written,
         exc: Exception,
     ) -> RunEntry:
-        """A resume that raised: refused before anything was written (put back), written
-        then failed (FAILED, never offered again), or lost on the way (outcome unknown)."""
+        """A resume that raised: refused as not pending (the thread moved on: put back,
+        nothing ran), lost with the database (outcome unknown: a tool may have run), or
+        refused or failed by the graph (FAILED, never offered again)."""
         thread, checkpoint = at
         latest = await self.source.reader.latest(thread, checkpoint)
-        if latest == checkpoint and await self._written(thread, checkpoint) == before:
+        wrote = latest != checkpoint or await self._written(thread, checkpoint) != before
+        if not wrote and type(exc).__name__ == "UnknownInterruptError":  # before anything ran
             await self._put_back(seen, _describe(exc))
-            raise NotApplied(f"LangGraph refused the answer before writing it ({_describe(exc)})")
+            raise NotApplied("the thread no longer waits on this interrupt: it moved on")
         if database_fault(exc):
             await self.storage.runs.claims.mark_outcome_unknown(
                 claimed.run_id, self.claims.instance_id
             )
             raise OutcomeUncertain(f"the resume's database failed ({type(exc).__name__})")
         rest = await self._rest(claimed, at, None)
-        if rest.status is RunStatus.COMPLETED:  # it wrote, then raised: the run failed
+        if not wrote or rest.status is RunStatus.COMPLETED:  # refused, or wrote then raised
             rest = claimed.finished(
                 RunStatus.FAILED, Outcome(error=_describe(exc)), self.claims.clock()
             )
