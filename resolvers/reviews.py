@@ -7,6 +7,11 @@ that matches the run's agent and the call's tool: only its reviewers decide; wit
 approval before the Nth is recorded (storage/approvals.py) and answered
 ApprovalRecorded, and the Nth continues the run through the same claim as any decision.
 `resumeRun` is outside policies (an operator's action).
+
+People, not credentials (resolvers/people.py): the starter is compared as a person, and
+approvals are counted once per person, however many keys and tokens that person holds.
+A refusal names the policy by its `name` and lists no reviewer: it tells a caller only
+that they are not among them.
 """
 
 from __future__ import annotations
@@ -72,14 +77,13 @@ def _refusal(
     action: Action,
     now: datetime,
 ) -> DecisionOutcome | None:
-    principal = context.principal
-    if not policy.allows(principal.subject, principal.groups, entry.suspended_at, now):
-        names = ", ".join(policy.assigned_to(entry.suspended_at, now))
-        message = f"{policy.name} names the reviewers of {call_id}: {names}"
+    if not policy.allows(context.principal.names, entry.suspended_at, now):
+        message = f"{policy.label} names other reviewers of {call_id}"
         return NotAReviewer(entry.run_id, call_id, message)
     starter = entry.started_by
-    if action is Action.APPROVE and policy.forbid_self_approval and starter == principal.subject:
-        message = f"{policy.name}: whoever started run {entry.run_id} may not approve it"
+    own = starter is not None and context.is_caller(starter)
+    if action is Action.APPROVE and policy.forbid_self_approval and own:
+        message = f"{policy.label}: whoever started run {entry.run_id} may not approve it"
         return SelfApproval(entry.run_id, call_id, message)
     return None
 
@@ -110,7 +114,7 @@ async def _count(
         after = await approvals.add(
             entry.run_id, call_id, Approval(subject, now, current), model_hash
         )
-        counted = len(after.counted())
+        counted = len(after.counted(context.people.person_of))
     await context.storage.runs.shown_changed()
     if counted < policy.approvals:
         return ApprovalRecorded(entry, call_id, policy.approvals - counted)

@@ -105,6 +105,7 @@ class GraphQLApp(GraphQL[Any, None]):
             actor=actor or "anonymous",
             live=request.app.state.live,
             webhooks=request.app.state.webhook_rules,
+            people=request.app.state.authenticator.people,
         )
 
     async def on_ws_connect(self, context: Connection) -> None:

@@ -87,6 +87,7 @@ class Connection:
             budget=RequestBudget(state.limits),
             live=state.live,
             webhooks=state.webhook_rules,
+            people=state.authenticator.people,
         )
 
     @property

@@ -56,7 +56,7 @@ async def test_two_approvals_one_person_counted_once_and_no_self_approval(
 
         assert (await approve("starter"))["__typename"] == "SelfApproval"
         refused = await approve("mallory")
-        assert refused["__typename"] == "NotAReviewer" and "key:alice" in refused["message"]
+        assert refused["__typename"] == "NotAReviewer" and "key:" not in refused["message"]
         first = await approve("alice")
         assert first["__typename"] == "ApprovalRecorded"
         assert (first["approvalsNeeded"], first["run"]["status"]) == (1, "SUSPENDED")
@@ -205,3 +205,24 @@ async def test_bulk_decisions_and_idempotency_keys_follow_the_policy(
         again = await act(who["bob"], APPROVE_ALL, **once)
         assert first["__typename"] == again["__typename"] == "RunDecided"
         assert again["run"]["status"] == "COMPLETED"
+
+
+async def test_refusals_name_the_policy_by_its_name_and_never_its_file_or_reviewers(
+    settings: Settings, keys: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    policies = tmp_path / "secret-place" / "policies.json"
+    policies.parent.mkdir()
+    policies.write_text(json.dumps([{**FOUR_EYES, "name": "deletions"}]))
+    rules = settings.model_copy(update={"api_keys_file": keys[0], "review_policies_file": policies})
+    async with running_app(rules) as client:
+        who = people(client, keys[1])
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        refusals = [
+            await act(who[name], APPROVE_ALL, runId=run_id) for name in ("mallory", "starter")
+        ]
+    assert [r["__typename"] for r in refusals] == ["NotAReviewer", "SelfApproval"]
+    assert refusals[0]["message"].startswith("review policy 'deletions' names other reviewers")
+    for refusal in refusals:
+        assert "deletions" in refusal["message"]
+        for told in ("secret-place", "REVIEW_POLICIES", "key:", "group:"):
+            assert told not in refusal["message"]
