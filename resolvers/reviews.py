@@ -1,12 +1,13 @@
 """A decision under review: the call's argsHash, then its review policy, if one matches.
 
 What the approver saw: `expectedArgsHash`, when given, must be the call's argsHash now, or
-nothing is applied (StaleDecision). Then the first policy (resolvers/review_policies.py)
-that matches the run's agent and the call's tool: only its reviewers decide; with
-`forbidSelfApproval` the run's starter does not approve; with `approvals` over 1, each
-approval before the Nth is recorded (storage/approvals.py) and answered
-ApprovalRecorded, and the Nth continues the run through the same claim as any decision.
-`resumeRun` is outside policies (an operator's action).
+nothing is applied (StaleDecision); under a quorum, once the call's arguments were edited,
+an approval must give it (unless the policy says `requireArgsHash: false`). Then the first
+policy (resolvers/review_policies.py) that matches the run's agent and the call's tool:
+only its reviewers decide; with `forbidSelfApproval` the run's starter does not approve;
+with `approvals` over 1, each approval before the Nth is recorded (storage/approvals.py)
+and answered ApprovalRecorded, and the Nth continues the run through the same claim as any
+decision. `resumeRun` is outside policies (an operator's action).
 
 People, not credentials (resolvers/people.py): the starter is compared as a person, and
 approvals are counted once per person, however many keys and tokens that person holds.
@@ -61,12 +62,26 @@ async def review(
     if expected_args_hash is not None and expected_args_hash.lower() != current:
         message = f"the arguments of {call_id} changed since they were seen: look again"
         return StaleDecision(entry.run_id, call_id, current, message)
+    if expected_args_hash is None and _edited_unseen(policy, recorded):
+        message = (
+            f"the arguments of {call_id} were edited: approve them with expectedArgsHash, "
+            "their argsHash as you saw it"
+        )
+        return StaleDecision(entry.run_id, call_id, current, message)
     if policy is None or action is Action.RESUME:
         return Proceed()
     refused = _refusal(context, policy, entry, call_id, action, now)
     if refused is not None or not quorum:
         return refused or Proceed()
     return await _count(context, policy, entry, call_id, recorded, model_hash, edited_args, now)
+
+
+def _edited_unseen(policy: ReviewPolicy | None, recorded: CallApprovals | None) -> bool:
+    """Whether an approval must say which arguments it approves: once a quorum's call was
+    edited, an approval by run id alone (a script approving again) may be of arguments
+    its author never saw. `requireArgsHash: false` lets machine approvers go on."""
+    edited = recorded is not None and recorded.edited
+    return edited and policy is not None and policy.requires_args_hash
 
 
 def _refusal(

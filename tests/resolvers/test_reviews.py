@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from suspended_runs.runtime.demo import EXECUTIONS
 from suspended_runs.server import Settings
 from tests.builders import SECRET_SETTING, bearer, token
@@ -226,3 +228,36 @@ async def test_refusals_name_the_policy_by_its_name_and_never_its_file_or_review
         assert "deletions" in refusal["message"]
         for told in ("secret-place", "REVIEW_POLICIES", "key:", "group:"):
             assert told not in refusal["message"]
+
+
+@pytest.mark.parametrize("required", [None, True, False])
+async def test_after_an_edit_an_approval_by_run_id_alone_approves_nothing_unseen(
+    reviewed: Callable[..., Any], required: bool | None
+) -> None:
+    """Reviewer A approves deleting one file; B edits the path, voiding A's approval; A's
+    script approves again by run id: under a quorum that is stale, unless the policy says
+    `requireArgsHash: false` (machine approvers)."""
+    policy = FOUR_EYES if required is None else {**FOUR_EYES, "requireArgsHash": required}
+    async with reviewed(policy) as who:
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        before = len(EXECUTIONS)
+        await act(who["alice"], APPROVE_ALL, runId=run_id)
+        edited = {"path": "/tmp/elsewhere.txt"}
+        await act(who["bob"], APPROVE_ALL, runId=run_id, editedArgs=edited)
+        now = (await call_of(who["alice"], run_id))["argsHash"]
+        again = await act(who["alice"], APPROVE_ALL, runId=run_id)
+        if required is False:
+            assert again["__typename"] == "RunDecided"
+            assert EXECUTIONS[before:] == [("delete_file", edited)]
+            return
+        assert again == {
+            "__typename": "StaleDecision",
+            "message": again["message"],
+            "argsHash": now,
+        }
+        assert "expectedArgsHash" in again["message"]
+        assert (await call_of(who["alice"], run_id))["status"] == "SUSPENDED"
+        assert EXECUTIONS[before:] == []
+        seen = await act(who["alice"], APPROVE_ALL, runId=run_id, expectedArgsHash=now)
+        assert seen["__typename"] == "RunDecided"
+        assert EXECUTIONS[before:] == [("delete_file", edited)]
