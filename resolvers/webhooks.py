@@ -164,7 +164,7 @@ async def redeliver(
     if delivery is None or webhook is None or not _manages(context, webhook):
         return WebhookDeliveryNotFound(delivery_id, f"no delivery {delivery_id}")
     if webhook.disabled:
-        message = f"delivery {delivery_id}'s webhook is disabled (its receiver answered 410)"
+        message = f"delivery {delivery_id}'s webhook is disabled: {webhook.disabled_reason}"
         return WebhookDeliveryNotFound(delivery_id, message)
     again = await deliveries.redeliver(delivery_id, datetime.now(UTC))
     if again is None:
