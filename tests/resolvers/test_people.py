@@ -153,26 +153,31 @@ async def test_a_reviewer_person_is_every_credential_and_a_key_only_that_key(
         assert decided["__typename"] == "RunDecided"
 
 
+EU = {"resourceIds": ["eu"]}
+BEFORE_PEOPLE: list[dict[str, Any]] = [
+    {"name": "alice", "role": "admin"},
+    {"name": "bob", "role": "approver"},
+    {"name": "carol", "role": "approver"},
+    {"name": "eve", "role": "admin", "scope": EU},
+]
+"""Keys that name no person, as every key was before people."""
+LOG = "query($id: ID!) { decisionLog(runId: $id) { decidedBy person } }"
+
+
 async def test_records_stored_under_credentials_are_read_as_their_people(
     settings: Settings, tmp_path: Path, db: AsyncDatabase[Document]
 ) -> None:
-    """Written as the code before people wrote them (every key its own person, audit
-    records without one), then read once the keys name their people: approvals,
-    startedBy, the audit log, an idempotency key and a webhook's createdBy."""
-    path = tmp_path / "keys.json"
-    eu = {"resourceIds": ["eu"]}
-    cast: list[dict[str, Any]] = [
-        {"name": "alice", "role": "admin"},
-        {"name": "bob", "role": "approver"},
-        {"name": "carol", "role": "approver"},
-        {"name": "eve", "role": "admin", "scope": eu},
-    ]
+    """Written under `key:` and `jwt:` subjects as the code before people wrote them (every
+    key its own person, audit records without one), then read once the keys name their
+    people: approvals, startedBy, the audit log, an idempotency key, a webhook's createdBy."""
+    path, cast = tmp_path / "keys.json", BEFORE_PEOPLE
     keys = key_file(path, cast)
     quorum = {**QUORUM, "approvals": 3}
     async with running_app(serving(settings, path, quorum)) as client:
         who = people(client, keys)
         run_id = (await start(who["alice"], "file-cleaner"))["runId"]
         await act(who["bob"], APPROVE, runId=run_id, idempotencyKey="k1")
+        await act(holding(client, "carol"), APPROVE, runId=run_id)
         hook = {"url": "http://127.0.0.1:9/h", "events": ["RUN_SUSPENDED"]}
         await who["eve"](CREATE_WEBHOOK, {"input": hook})
     await db[DECISIONS_COLLECTION].update_many({}, {"$unset": {"person": 1}})
@@ -182,15 +187,17 @@ async def test_records_stored_under_credentials_are_read_as_their_people(
         refused = await act(holding(client, "alice"), APPROVE, runId=run_id)
         assert refused["__typename"] == "SelfApproval"  # startedBy key:alice is alice
         again = await act(holding(client, "bob"), APPROVE, runId=run_id)
-        assert again["approvalsNeeded"] == 2  # bob's key approved: bob is counted once
+        assert again["approvalsNeeded"] == 1  # bob's key approved: bob is counted once
         assert (await act(who["carol"], APPROVE, runId=run_id))["approvalsNeeded"] == 1
         repeat = await act(who["bob"], APPROVE, runId=run_id, idempotencyKey="k1")
         assert repeat["approvalsNeeded"] == 2  # the answer kept under key:bob
-        log = "query($id: ID!) { decisionLog(runId: $id) { decidedBy person } }"
-        records = (await holding(client, "bob")(log, {"id": run_id}))["data"]["decisionLog"]
-        assert records[0] == {"decidedBy": "key:bob", "person": "person:bob"}
+        records = (await holding(client, "bob")(LOG, {"id": run_id}))["data"]["decisionLog"]
+        assert records[:2] == [
+            {"decidedBy": "key:bob", "person": "person:bob"},
+            {"decidedBy": "jwt:carol", "person": "person:carol"},
+        ]
         assert records[-1] == {"decidedBy": "key:carol", "person": "person:carol"}
-        eve = holding(client, "eve", role="admin", suspended_runs_scope=eu)
+        eve = holding(client, "eve", role="admin", suspended_runs_scope=EU)
         assert len((await eve("{ webhooks { id } }"))["data"]["webhooks"]) == 1
 
 
