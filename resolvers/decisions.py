@@ -293,6 +293,7 @@ async def _audit(
             idempotency_key=request.idempotency_key,
             edited_args=request.edited_args,
             run=run,
+            person=context.person,
         )
     )
 

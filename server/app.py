@@ -24,6 +24,11 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from suspended_runs.resolvers import LivePages, expire_forever
 from suspended_runs.resolvers.announcements import Announcer
 from suspended_runs.resolvers.context import WebhookRules
+from suspended_runs.resolvers.webhook_owners import (
+    OwnersSeen,
+    recheck_key_owners,
+    watch_owners_forever,
+)
 from suspended_runs.runtime import (
     AgentMap,
     AgentRuntime,
@@ -322,6 +327,7 @@ def _request_state(
         settings.outbound_rules, timedelta(seconds=settings.webhook_rotation_seconds)
     )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
+    app.state.owners_seen = OwnersSeen(storage)
     app.state.connections = Connections()
     app.state.database_deadline = settings.database_deadline_seconds  # for WebSocket operations
 
@@ -343,6 +349,11 @@ def _timed_tasks(
         tasks.append(asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry"))
     if settings.api_keys_file is not None and settings.api_keys_reload_seconds > 0:
         tasks.append(asyncio.create_task(_reload_keys(app, settings), name="api-key-reload"))
+    authenticator: Authenticator = app.state.authenticator
+    if authenticator.enabled:  # on an open server, everyone may own every webhook
+        idle = timedelta(days=settings.webhook_owner_token_days)
+        owners = watch_owners_forever(storage, authenticator.key_principal, idle)
+        tasks.append(asyncio.create_task(owners, name="webhook-owners"))
     return tasks
 
 
@@ -352,6 +363,7 @@ async def _reload_keys(app: Starlette, settings: Settings) -> None:
 
     async def recheck() -> None:
         await app.state.connections.recheck(authenticator)
+        await recheck_key_owners(app.state.storage, authenticator.key_principal)
 
     await reload_api_keys_forever(
         authenticator, settings.api_keys_file, settings.api_keys_reload_seconds, recheck

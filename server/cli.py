@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="the key sees every run (without it or ids: none)"
     )
     key.add_argument("--groups", help="comma-separated: its groups (review policies' group:<name>)")
+    key.add_argument("--person", help="the person who holds it (review policies' person:<name>)")
     return parser
 
 
@@ -337,6 +338,8 @@ def _new_api_key(args: argparse.Namespace) -> int:
         entry |= {"resourceIds": ids(args.resource_ids), "agentIds": ids(args.agent_ids)}
     if args.groups:
         entry["groups"] = ids(args.groups)
+    if args.person:
+        entry["person"] = args.person
     print(f"key (shown once; send it as X-API-Key): {key}")
     print(f"entry for API_KEYS_FILE: {json.dumps(entry)}")
     return 0

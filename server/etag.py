@@ -178,6 +178,7 @@ def _caller(principal: Principal | None) -> list[object]:
         None if resources is None else sorted(resources),
         None if agents is None else sorted(agents),
         sorted(principal.groups),  # what review policies assign a caller by (assignedTo)
+        principal.person,  # and its person, which a reload of the keys may change
     ]
 
 

@@ -90,6 +90,7 @@ class GraphQLApp(GraphQL[Any, None]):
             return Connection(request)  # who it is comes with connection_init
         request.state.sub_response = response  # for process_result's status
         principal: Principal = request.state.principal
+        await request.app.state.owners_seen.presented(principal)
         actor = principal.subject
         if not principal.authenticated:
             # An open server: the caller may name themselves, as a name no key or token
@@ -105,6 +106,7 @@ class GraphQLApp(GraphQL[Any, None]):
             actor=actor or "anonymous",
             live=request.app.state.live,
             webhooks=request.app.state.webhook_rules,
+            people=request.app.state.authenticator.people,
         )
 
     async def on_ws_connect(self, context: Connection) -> None:

@@ -20,12 +20,13 @@ from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
 from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopback
 from suspended_runs.server.langgraph_settings import LangGraphSettings
 from suspended_runs.server.peers import Proxies
+from suspended_runs.server.people_settings import PeopleSettings
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
 
 
-class Settings(BaseSettings, LangGraphSettings):
+class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     host: str = "127.0.0.1"
@@ -313,6 +314,7 @@ class Settings(BaseSettings, LangGraphSettings):
             scope_claim=self.jwt_scope_claim,
             groups_claim=self.jwt_groups_claim,
             leeway=self.jwt_leeway_seconds,
+            persons=self.jwt_persons,
         )
 
     @property

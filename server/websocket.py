@@ -68,6 +68,7 @@ class Connection:
             log.warning("refused a WebSocket connection", extra={"reason": str(exc)})
             raise ConnectionRejectionError() from None
         self.principal, self.credentials = principal, credentials
+        await self.websocket.app.state.owners_seen.presented(principal)
         if principal.expires_at is not None:
             delay = max(0.0, principal.expires_at - time.time())
             self._expiry = asyncio.get_running_loop().call_later(
@@ -87,6 +88,7 @@ class Connection:
             budget=RequestBudget(state.limits),
             live=state.live,
             webhooks=state.webhook_rules,
+            people=state.authenticator.people,
         )
 
     @property
