@@ -164,6 +164,8 @@ def _run(uri: str, mastra: str | None, log: Path) -> int:
         runtimes = "Python, Mastra and LangGraph" if mastra else "Python and LangGraph"
         say(f"ready: open {url}/ to decide runs of {runtimes}; Ctrl-C stops it all.")
         say("every demo tool only says what it would have done: nothing is changed")
+        say(f"check it: MONGODB_URI='{uri}' LANGGRAPH_DB={LANGGRAPH_DATABASE} "
+            ".venv/bin/suspended-runs check")  # fmt: skip
         return server.wait()
     except KeyboardInterrupt:  # Ctrl-C reached the server too; a signal to us alone, not
         server.send_signal(signal.SIGINT)

@@ -1,4 +1,4 @@
-"""The `suspended-runs` command: serve, reconcile, export-schema."""
+"""The `suspended-runs` command: serve, check, reconcile, export-schema, new-api-key."""
 
 from __future__ import annotations
 
@@ -58,6 +58,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="overrides HOST")
     serve.add_argument("--port", help="overrides PORT (0-65535)")
     commands.add_parser(
+        "check",
+        help="say what this deployment's settings and database need, a line each; "
+        "exit 1 when something fails",
+    )
+    commands.add_parser(
         "reconcile", help="rebuild the run index from the snapshot collection once, and exit"
     )
     commands.add_parser(
@@ -87,6 +92,8 @@ def _run(args: argparse.Namespace) -> int:
         return _new_api_key(args)
     if args.command == "export-schema":
         return _export_schema(args.output)
+    if args.command == "check":
+        return _check()
     overrides = {}
     if args.command == "serve":
         overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
@@ -296,6 +303,23 @@ def _langgraph_index(settings: Settings) -> int:
         asyncio.run(build(database.settings.mongodb_uri))
     print(f"indexed {checkpoints.database}.{checkpoints.writes} (channel, checkpoint_ns)")
     return 0
+
+
+def _check() -> int:
+    from suspended_runs.server.check import Finding, run_check
+
+    try:
+        settings = load_settings()
+    except ConfigurationError as exc:
+        found = [Finding("fail", f"settings: {exc}")]
+    else:
+        with _database(settings, reuse_running=True) as database:
+            found = run_check(database.settings)
+    for finding in found:
+        print(finding)
+    failed = sum(f.level == "fail" for f in found)
+    print(f"{failed} failed" if failed else "nothing failed")
+    return 1 if failed else 0
 
 
 def _reconcile(settings: Settings) -> int:

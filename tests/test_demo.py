@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,10 +22,15 @@ RUNS = "{ suspendedRuns(perPage: 50) { runs { runId agentId runtime continuable 
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, peer_node: Any) -> Iterator[str]:
+def demo_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("demo") / "demo.log"
+
+
+@pytest.fixture(scope="module")
+def demo(demo_log: Path, peer_node: Any) -> Iterator[str]:
     """`scripts/demo` on a free port (its Mastra server installed by scripts/test)."""
     port = free_port()
-    log = tmp_path_factory.mktemp("demo") / "demo.log"
+    log = demo_log
     with log.open("ab") as out:
         process = subprocess.Popen(
             ["bash", str(ROOT / "scripts" / "demo")],
@@ -56,6 +62,17 @@ def test_the_demo_has_runs_of_every_runtime_that_can_be_decided(demo: str) -> No
     runs = waiting(demo)
     assert {r["runtime"] for r in runs} == {"PYTHON", "MASTRA", "LANGGRAPH"}, runs
     assert all(r["continuable"] for r in runs)
+
+
+def test_suspended_runs_check_passes_on_the_demo(demo: str, demo_log: Path) -> None:
+    said = next(line for line in demo_log.read_text().splitlines() if "check it: " in line)
+    command = said.split("check it: ", 1)[1]
+    result = subprocess.run(
+        ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok    follower: " in result.stdout and "ok    LangGraph: " in result.stdout
+    assert result.stdout.splitlines()[-1] == "nothing failed"
 
 
 def test_one_run_of_each_runtime_is_decided_in_the_inbox(demo: str, browser: Browser) -> None:

@@ -45,7 +45,7 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 def test_help_lists_the_subcommands() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("serve", "reconcile", "export-schema", "langgraph-index"):
+    for command in ("serve", "check", "reconcile", "export-schema", "langgraph-index"):
         assert command in result.stdout
 
 
