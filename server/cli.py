@@ -34,6 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; a setting it cannot use ends it with one line naming it, status 2,
     and an embedded MongoDB that cannot be kept running with one line, status 1."""
     args = _parser().parse_args(argv)
+    if os.getcwd() not in sys.path:  # AGENTS and LANGGRAPH_GRAPHS modules here import, as
+        sys.path.append(os.getcwd())  # uvicorn's do; installed packages come first
     try:
         return _run(args)
     except ConfigurationError as exc:

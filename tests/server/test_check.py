@@ -3,8 +3,7 @@ status 1 when one fails."""
 
 from __future__ import annotations
 
-from tests.helpers import Server
-from tests.server.test_cli import UNREACHABLE, run_cli
+from tests.helpers import UNREACHABLE, Server, run_cli
 
 
 def findings(stdout: str) -> dict[str, str]:
