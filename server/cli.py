@@ -37,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.getcwd() not in sys.path:  # AGENTS and LANGGRAPH_GRAPHS modules here import, as
         sys.path.append(os.getcwd())  # uvicorn's do; installed packages come first
     try:
+        if args.env_file is not None:
+            _read_env_file(args.env_file)
         return _run(args)
     except ConfigurationError as exc:
         print(f"suspended-runs: {exc}", file=sys.stderr)
@@ -53,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
         "variables (see README.md); flags override them.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    env_file = "settings from this file (KEY=value lines, systemd's EnvironmentFile) over the env"
+    parser.add_argument("--env-file", type=Path, help=env_file)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     serve = commands.add_parser(
         "serve", help="serve GraphQL (starts the embedded MongoDB when MONGODB_URI is unset)"
@@ -108,6 +112,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "langgraph-index":
         return _langgraph_index(settings)
     return _reconcile(settings)
+
+
+def _read_env_file(path: Path) -> None:
+    from dotenv import dotenv_values  # pydantic-settings' own dependency
+
+    if not path.is_file():
+        raise ConfigurationError(f"--env-file: {path} is not a file")
+    os.environ.update({k: v for k, v in dotenv_values(path).items() if v is not None})
 
 
 def _version() -> str:
@@ -253,7 +265,8 @@ async def _reachable(uri: str) -> None:
         await client.admin.command("ping")
     except PyMongoError as exc:
         raise ConfigurationError(
-            f"MONGODB_URI: no MongoDB answered within {_DATABASE_WAIT:g}s ({type(exc).__name__})"
+            f"MONGODB_URI: no MongoDB answered within {_DATABASE_WAIT:g}s ({type(exc).__name__}): "
+            "check the address, or unset MONGODB_URI to use the embedded MongoDB"
         ) from None
     finally:
         await client.close()
@@ -317,8 +330,7 @@ def _check() -> int:
     else:
         with _database(settings, reuse_running=True) as database:
             found = run_check(database.settings)
-    for finding in found:
-        print(finding)
+    print(*found, sep="\n")
     failed = sum(f.level == "fail" for f in found)
     print(f"{failed} failed" if failed else "nothing failed")
     return 1 if failed else 0

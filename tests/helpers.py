@@ -391,3 +391,18 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 
 UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
 """A MONGODB_URI where no MongoDB answers, and says so at once."""
+
+
+def run_away(*args: str | Path, stderr: bool = False) -> str:
+    """Run a command away from this checkout, whose folders would otherwise be importable;
+    its output (with `stderr`, its errors' too)."""
+    result = subprocess.run(
+        [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=Path(args[0]).parent,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + (result.stderr if stderr else "")

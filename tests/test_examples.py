@@ -4,8 +4,8 @@ answers what the documentation shows, ids and times masked.
 
 A fence is a shell example when its language is `sh`, `bash` or `console`; the output
 shown for it is the `json` or `text` fence right after it (nothing but prose between).
-Each fence runs in a fresh shell, in a folder of its own (as a reader copies one block
-into a terminal): what it needs, it sets. An id the documentation shows in an answer (a
+Each fence runs in a fresh shell in the checkout (as a reader pastes one block into a
+terminal there): what it needs, it sets. An id the documentation shows in an answer (a
 new run's id) stands, in the fences of that page after it, for the id the server really
 answered. The only way out is a
 comment on the line before the fence: `<!-- not run: why -->` (the set-up commands, or
@@ -51,7 +51,7 @@ class Shell:
             script = script.replace(shown, actual)
         env = {**os.environ, "DATA_DIR": str(self.server.env["DATA_DIR"]), "MONGODB_URI": ""}
         return subprocess.run(  # a fresh shell: a reader copies one block, not the page
-            ["bash", "-c", script], cwd=self.workdir, env=env, capture_output=True, text=True,
+            ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
             timeout=300,
         )  # fmt: skip
 
