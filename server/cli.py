@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -18,6 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from suspended_runs.runtime import ConfigurationError
+from suspended_runs.server.arguments import parser
 from suspended_runs.server.errors import EmbeddedMongoDBError
 from suspended_runs.server.settings import Settings, load_settings
 
@@ -33,7 +33,7 @@ _DATABASE_WAIT = 10.0
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; a setting it cannot use ends it with one line naming it, status 2,
     and an embedded MongoDB that cannot be kept running with one line, status 1."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     if os.getcwd() not in sys.path:  # AGENTS and LANGGRAPH_GRAPHS modules here import, as
         sys.path.append(os.getcwd())  # uvicorn's do; installed packages come first
     try:
@@ -46,51 +46,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except EmbeddedMongoDBError as exc:
         print(f"suspended-runs: {exc}", file=sys.stderr)
         return 1
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="suspended-runs",
-        description="A GraphQL API over suspended agent runs. Settings are environment "
-        "variables (see README.md); flags override them.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    env_file = "settings from this file (KEY=value lines, systemd's EnvironmentFile) over the env"
-    parser.add_argument("--env-file", type=Path, help=env_file)
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    serve = commands.add_parser(
-        "serve", help="serve GraphQL (starts the embedded MongoDB when MONGODB_URI is unset)"
-    )
-    serve.add_argument("--host", help="overrides HOST")
-    serve.add_argument("--port", help="overrides PORT (0-65535)")
-    commands.add_parser(
-        "check",
-        help="say what this deployment's settings and database need, a line each; "
-        "exit 1 when something fails",
-    )
-    commands.add_parser(
-        "reconcile", help="rebuild the run index from the snapshot collection once, and exit"
-    )
-    commands.add_parser(
-        "langgraph-index",
-        help="build the index LangGraph's interrupts are found by (LANGGRAPH_DB's writes), "
-        "and exit",
-    )
-    export = commands.add_parser("export-schema", help="print the GraphQL schema (SDL)")
-    export.add_argument("--output", type=Path, help="write to this file instead")
-    key = commands.add_parser(
-        "new-api-key", help="make an API key: print it once, and its entry for API_KEYS_FILE"
-    )
-    key.add_argument("--name", required=True)
-    key.add_argument("--role", required=True, choices=["viewer", "approver", "admin"])
-    key.add_argument("--resource-ids", help="comma-separated: the key sees only these resources")
-    key.add_argument("--agent-ids", help="comma-separated: the key sees only these agents")
-    key.add_argument(
-        "--all", action="store_true", help="the key sees every run (without it or ids: none)"
-    )
-    key.add_argument("--groups", help="comma-separated: its groups (review policies' group:<name>)")
-    key.add_argument("--person", help="the person who holds it (review policies' person:<name>)")
-    return parser
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -120,13 +75,6 @@ def _read_env_file(path: Path) -> None:
     if not path.is_file():
         raise ConfigurationError(f"--env-file: {path} is not a file")
     os.environ.update({k: v for k, v in dotenv_values(path).items() if v is not None})
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("suspended-runs")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
-        return "unknown"
 
 
 @dataclass(slots=True)
