@@ -30,6 +30,14 @@ from suspended_runs.resolvers.errors import (
 from suspended_runs.resolvers.expiry import expire_forever
 from suspended_runs.resolvers.follower import FollowerStatus, follower_status
 from suspended_runs.resolvers.live_pages import LivePages
+from suspended_runs.resolvers.nodes import (
+    Found,
+    FoundCall,
+    call_node_id,
+    nodes,
+    record_node_id,
+    run_node_id,
+)
 from suspended_runs.resolvers.operators import cancel_run, release_run
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
@@ -98,6 +106,8 @@ __all__ = [
     "FollowerStatus",
     "Forbidden",
     "ForbiddenQuery",
+    "Found",
+    "FoundCall",
     "InvalidArgs",
     "InvalidResumeData",
     "LivePages",
@@ -126,6 +136,7 @@ __all__ = [
     "WrongSuspensionKind",
     "agent_run",
     "agents",
+    "call_node_id",
     "cancel_run",
     "decide",
     "decide_many",
@@ -133,13 +144,16 @@ __all__ = [
     "decision_stats",
     "expire_forever",
     "follower_status",
+    "nodes",
     "not_continuable_reason",
     "paging_from_arguments",
     "reconcile",
     "record_cursor",
+    "record_node_id",
     "release_run",
     "require",
     "run_messages",
+    "run_node_id",
     "runs",
     "start_run",
     "suspended_runs",

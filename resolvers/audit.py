@@ -34,9 +34,13 @@ async def decision_log(
         if entry is None or not context.principal.scope.allows(entry):
             return []  # as for a run that does not exist
     records = await context.storage.decisions.for_run(run_id, limit=limit, after=position)
-    # Records written before people were recorded name their person as it is read now.
-    person_of = context.people.person_of
-    return [replace(r, person=r.person or person_of(r.by)) for r in records]
+    return [as_read(context, r) for r in records]
+
+
+def as_read(context: Context, record: AuditRecord) -> AuditRecord:
+    """A record as shown: one written before people were recorded names its person as
+    it is read now."""
+    return replace(record, person=record.person or context.people.person_of(record.by))
 
 
 def record_cursor(record: AuditRecord) -> str:

@@ -34,8 +34,12 @@ def test_each_layer_says_what_it_offers(package: str) -> None:
 def test_contract_names_are_there() -> None:
     sdl = SDL.read_text()
     for name in (
-        "type AgentRun {",
-        "type AgentRunToolCall {",
+        "type AgentRun implements Node {",
+        "type AgentRunToolCall implements Node {",
+        "type DecisionRecord implements Node {",
+        "interface Node {",
+        "node(id: ID!): Node",
+        "nodes(ids: [ID!]!): [Node]!",
         "input SuspendedRunsFilter {",
         "type SuspendedRunsPage {",
         "suspendedRuns(filter: SuspendedRunsFilter",
