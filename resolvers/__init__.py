@@ -12,7 +12,9 @@ from suspended_runs.resolvers.agents import AgentSummary, agents, reconcile, sta
 from suspended_runs.resolvers.audit import (
     DEFAULT_LOG_PAGE,
     MAX_LOG_PAGE,
+    LogPage,
     decision_log,
+    decision_log_page,
     record_cursor,
 )
 from suspended_runs.resolvers.budget import CostLimit, RequestBudget, RequestLimits
@@ -111,6 +113,7 @@ __all__ = [
     "InvalidArgs",
     "InvalidResumeData",
     "LivePages",
+    "LogPage",
     "NotAReviewer",
     "OutcomeUnknown",
     "Paging",
@@ -141,6 +144,7 @@ __all__ = [
     "decide",
     "decide_many",
     "decision_log",
+    "decision_log_page",
     "decision_stats",
     "expire_forever",
     "follower_status",

@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import strawberry
-from strawberry.types import Info
-from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField, Selection
 
 from suspended_runs import resolvers, storage
 from suspended_runs.schema.agent import Agent, DecisionRecord
 from suspended_runs.schema.agent_run import AgentRun, AgentRunToolCall
+from suspended_runs.schema.connections import Connections
 from suspended_runs.schema.decision_stats import DecisionStats
 from suspended_runs.schema.filters import RunsFilter, SuspendedRunsFilter
 from suspended_runs.schema.follower import SyncStatus
 from suspended_runs.schema.node import Node
 from suspended_runs.schema.page import RunsPage, SuspendedRunsPage
+from suspended_runs.schema.selections import ContextInfo, selects
 from suspended_runs.schema.viewer import Viewer
 from suspended_runs.schema.webhooks import Webhook, WebhookDeliveriesPage
 from suspended_runs.schema.webhooks import page as deliveries_page
 
-ContextInfo = Info[resolvers.Context, Any]
-
 
 @strawberry.type
-class Query:
+class Query(Connections):
     @strawberry.field(
         description=(
             "Suspended runs, newest first (createdAt desc, runId). Page with page/perPage "
@@ -187,19 +184,3 @@ def shown(found: resolvers.Found) -> Node | None:
     if isinstance(found, storage.AuditRecord):
         return DecisionRecord.from_record(found)
     return None
-
-
-def selects(fields: list[Selection], name: str) -> bool:
-    """Whether the resolved field's selection names `name`, through fragments too."""
-
-    def walk(selections: list[Selection]) -> bool:
-        for selection in selections:
-            if isinstance(selection, SelectedField) and selection.name == name:
-                return True
-            if isinstance(selection, FragmentSpread | InlineFragment) and walk(
-                selection.selections
-            ):
-                return True
-        return False
-
-    return walk(fields)

@@ -165,6 +165,9 @@ class DecisionLog:
                 break
         return found
 
+    async def count_for_run(self, run_id: str) -> int:
+        return await self.records.count_documents({"runId": run_id})
+
     async def get_many(self, record_ids: list[Any]) -> dict[Any, AuditRecord]:
         """The records of `record_ids` (their `_id`s) that exist: one query."""
         if not record_ids:
