@@ -46,6 +46,7 @@ def test_contract_names_are_there() -> None:
         "webhookDeliveriesConnection(webhookId: ID!",
         "type AgentRunConnection {",
         "type PageInfo {",
+        "type AlreadyDecided implements Problem {",
         "input SuspendedRunsFilter {",
         "type SuspendedRunsPage {",
         "suspendedRuns(filter: SuspendedRunsFilter",
