@@ -172,7 +172,7 @@ class DecisionLog:
         """The records of `record_ids` (their `_id`s) that exist: one query."""
         if not record_ids:
             return {}
-        found = self.records.find({"_id": {"$in": record_ids}}, batch_size=len(record_ids))
+        found = self.records.find({"_id": {"$in": record_ids}}, limit=len(record_ids))
         return {doc["_id"]: AuditRecord.from_document(doc) async for doc in found}
 
     async def applied_between(

@@ -143,7 +143,8 @@ class RunIndex:
         if not run_ids:
             return {}
         query = {"runId": run_ids[0] if len(run_ids) == 1 else {"$in": run_ids}}
-        found = self.collection.find(query, {"_id": 0, "snapshotId": 0}, batch_size=len(run_ids))
+        # runId is unique: a limit of as many as asked ends the cursor with its first batch.
+        found = self.collection.find(query, {"_id": 0, "snapshotId": 0}, limit=len(run_ids))
         entries = [read_entry(doc) async for doc in found]
         return {entry.run_id: entry for entry in entries if entry is not None}
 
