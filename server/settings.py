@@ -204,6 +204,8 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
     @field_validator("mongodb_uri", mode="before")
     @classmethod
     def _unset_when_empty(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() and not value.startswith("mongodb"):
+            raise ValueError("must start with mongodb:// or mongodb+srv://")  # not a long wait
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("decision_timeouts")
