@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from suspended_runs.storage import RunIndex
+from tests.builders import calls_of
 from tests.graphql_ws import next_for, open_session
 from tests.helpers import (
     APPROVE,
@@ -83,6 +85,23 @@ async def test_a_connection_pages_the_runs_of_the_list_with_its_cursors(gql, sna
     }
 
 
+async def test_total_count_is_counted_only_when_selected(gql, snapshots, monkeypatch) -> None:
+    await snapshots.insert_many([suspended_doc(f"run-{i}", resourceId="r") for i in range(3)])
+    run_filter = {"resourceId": "r"}
+    await eventually(lambda: _total(gql, run_filter, 3), within=5)
+    counts = calls_of(monkeypatch, RunIndex, "count")
+    for field in ("suspendedRunsConnection", "runsConnection"):
+        edges = f'{field}(filter: {{resourceId: "r"}}, first: 2) {{ edges {{ cursor }} }}'
+        assert len((await ask(gql, f"{{ {edges} }}"))["edges"]) == 2
+    assert counts == []
+    counted = await ask(
+        gql,
+        '{ suspendedRunsConnection(filter: {resourceId: "r"}, first: 2) { ...C } }'
+        " fragment C on AgentRunConnection { totalCount }",
+    )
+    assert counted == {"totalCount": 3} and len(counts) == 1
+
+
 async def keyset_pages(gql: Gql, run_filter: dict[str, Any]) -> list[Any]:
     """`suspendedRuns` pages of 2, by cursor, to the last."""
     cursor, pages = None, []
@@ -93,8 +112,8 @@ async def keyset_pages(gql: Gql, run_filter: dict[str, Any]) -> list[Any]:
             return pages
 
 
-async def _total(gql: Gql, run_filter: dict[str, Any]) -> bool:
-    return bool((await ask(gql, PAGE, filter=run_filter))["total"] == 5)
+async def _total(gql: Gql, run_filter: dict[str, Any], total: int = 5) -> bool:
+    return bool((await ask(gql, PAGE, filter=run_filter))["total"] == total)
 
 
 async def test_runs_and_a_runs_log_page_as_connections(gql) -> None:
