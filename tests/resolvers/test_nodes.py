@@ -13,11 +13,13 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from suspended_runs.server import Settings
 from suspended_runs.storage import RUNS_COLLECTION
 from tests.builders import key, post
 from tests.helpers import (
     APPROVE,
     RELEASE,
+    START,
     Gql,
     act,
     eventually,
@@ -126,6 +128,29 @@ async def test_a_call_without_a_tool_call_id_keeps_its_id_too(gql, db, snapshots
         call_id,
         "deleteFile",
     )
+
+
+async def test_a_langgraph_runs_calls_keep_their_ids_as_it_runs_on(
+    settings: Settings, langgraph_db: str, start_app: Any
+) -> None:
+    """A LangGraph run (`lg:<thread>:<checkpoint>`, colons and all) is a Node like the others;
+    its waiting call keeps its id while its sibling's approval runs the thread on and it
+    suspends again."""
+    graphs = {"per-call-refunds": "tests.langgraph_graphs:per_call_refunds"}
+    update = {"langgraph_db": langgraph_db, "langgraph_graphs": graphs}
+    gql = make_gql(await start_app(settings.model_copy(update=update)))
+    started = await act(gql, START, agentId="per-call-refunds", prompt="Refund order A-1")
+    run_id = started["run"]["runId"]
+    assert run_id.startswith("lg:"), started
+    node_id, call_ids, _ = await ids_of(gql, run_id)
+    found = await node(gql, node_id)
+    assert (found["__typename"], found["runId"]) == ("AgentRun", run_id)
+    refund, email = [(await node(gql, call_id))["toolCallId"] for call_id in call_ids]
+    assert [refund, email] == [c["toolCallId"] for c in started["run"]["toolCalls"]]
+    first = await act(gql, APPROVE, runId=run_id, toolCallId=refund)
+    assert first["run"]["status"] == "SUSPENDED", first
+    assert (await node(gql, call_ids[1]))["toolCallId"] == email
+    assert (await ids_of(gql, run_id))[:2] == (node_id, call_ids[1:])
 
 
 async def test_another_tenants_objects_are_null_as_unknown_ones(tenants) -> None:
