@@ -125,9 +125,16 @@ def peer_node() -> Path:
 
 @pytest.fixture(scope="session")
 def clients_node(peer_node: Path) -> Path:
-    """The Node.js that runs tests/graphql_clients (scripts/install-graphql-clients)."""
-    if not (CLIENTS_DIR / "node_modules" / "graphql-http").exists():
-        pytest.fail("the GraphQL clients are not installed: run scripts/install-graphql-clients")
+    """The Node.js that runs tests/graphql_clients (scripts/install-graphql-clients): every
+    package its package.json pins must be there (a checkout older than a new client fails
+    here, not inside the client's script)."""
+    pinned = json.loads((CLIENTS_DIR / "package.json").read_text())["dependencies"]
+    missing = [name for name in pinned if not (CLIENTS_DIR / "node_modules" / name).exists()]
+    if missing:
+        pytest.fail(
+            f"the GraphQL clients are not installed ({', '.join(missing)}): "
+            "run scripts/install-graphql-clients"
+        )
     return peer_node
 
 

@@ -1,6 +1,7 @@
 """Global ids and `node`/`nodes` over HTTP (resolvers/nodes.py): every run, tool call and
-decision record is fetched again by its id, within the caller's scope; an id holds through
-a decision; `nodes` reads the run index once and refuses too many ids before any read."""
+decision record (a LangGraph run's too) is fetched again by its id, within the caller's
+scope; an id holds through a decision; `nodes` reads the run index once and refuses too
+many ids before any read."""
 
 from __future__ import annotations
 
