@@ -12,7 +12,9 @@ from suspended_runs.resolvers.agents import AgentSummary, agents, reconcile, sta
 from suspended_runs.resolvers.audit import (
     DEFAULT_LOG_PAGE,
     MAX_LOG_PAGE,
+    LogPage,
     decision_log,
+    decision_log_page,
     record_cursor,
 )
 from suspended_runs.resolvers.budget import CostLimit, RequestBudget, RequestLimits
@@ -30,6 +32,14 @@ from suspended_runs.resolvers.errors import (
 from suspended_runs.resolvers.expiry import expire_forever
 from suspended_runs.resolvers.follower import FollowerStatus, follower_status
 from suspended_runs.resolvers.live_pages import LivePages
+from suspended_runs.resolvers.nodes import (
+    Found,
+    FoundCall,
+    call_node_id,
+    nodes,
+    record_node_id,
+    run_node_id,
+)
 from suspended_runs.resolvers.operators import cancel_run, release_run
 from suspended_runs.resolvers.outcomes import (
     AlreadyDecided,
@@ -98,9 +108,12 @@ __all__ = [
     "FollowerStatus",
     "Forbidden",
     "ForbiddenQuery",
+    "Found",
+    "FoundCall",
     "InvalidArgs",
     "InvalidResumeData",
     "LivePages",
+    "LogPage",
     "NotAReviewer",
     "OutcomeUnknown",
     "Paging",
@@ -126,20 +139,25 @@ __all__ = [
     "WrongSuspensionKind",
     "agent_run",
     "agents",
+    "call_node_id",
     "cancel_run",
     "decide",
     "decide_many",
     "decision_log",
+    "decision_log_page",
     "decision_stats",
     "expire_forever",
     "follower_status",
+    "nodes",
     "not_continuable_reason",
     "paging_from_arguments",
     "reconcile",
     "record_cursor",
+    "record_node_id",
     "release_run",
     "require",
     "run_messages",
+    "run_node_id",
     "runs",
     "start_run",
     "suspended_runs",

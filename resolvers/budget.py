@@ -1,6 +1,7 @@
 """What one request may cost: rows read (every root field's: a page and the rows an offset
-skips, a run, an agent of `agents`, a record of the log, in every alias), mutations, and the size
-of free text (reason, prompt) and of JSON given as data (resumeData, editedArgs).
+skips, a run, an id of `node`/`nodes`, an agent of `agents`, a record of the log, in every
+alias), mutations, and the size of free text (reason, prompt) and of JSON given as data
+(resumeData, editedArgs).
 
 The limits come from settings; a request over one is refused with a BAD_USER_INPUT
 error whose `extensions.limit` names the setting. Rows and mutations are taken from the

@@ -305,7 +305,7 @@ def _look(
     status = entry.status_at(now)
     if status is not RunStatus.SUSPENDED:
         return RunNotSuspended(
-            entry.run_id, status, f"run {entry.run_id} is {status.value}, not SUSPENDED"
+            entry.run_id, status, f"run {entry.run_id} is {status.value}, not SUSPENDED", entry
         )
     if not runtime.serves(entry.agent_id):
         return ExecutorUnavailable(
@@ -319,6 +319,7 @@ def _look(
             entry.run_id,
             request.tool_call_id or "",
             f"run {entry.run_id} has no tool call {request.tool_call_id}",
+            entry,
         )
     return _refusal(entry, runtime, call, request) or call
 
@@ -330,19 +331,20 @@ def _refusal(
     call_id = call.tool_call_id or ""
     wrong = runtime.suspension_mismatch(call, request.action)
     if wrong is not None:
-        return WrongSuspensionKind(entry.run_id, call_id, call.requires_approval, wrong)
+        return WrongSuspensionKind(entry.run_id, call_id, call.requires_approval, wrong, entry)
     if call.decision is not None:
         return AlreadyDecided(
             entry.run_id,
             call_id,
             call.decision,
             f"tool call {call_id} was already decided: {call.decision.action.value}",
+            entry,
         )
     if request.action is Action.RESUME:
         try:
             runtime.check_resume_data(entry, call, request.resume_data)
         except ResumeDataRejected as exc:
-            return InvalidResumeData(entry.run_id, call_id, str(exc))
+            return InvalidResumeData(entry.run_id, call_id, str(exc), entry)
     if request.edited_args is not None:
         return _args_refusal(entry, runtime, call, request.edited_args)
     return None
@@ -356,11 +358,11 @@ def _args_refusal(
         message = f"{entry.runtime.value} runs take no edited arguments: approve or decline"
         if runtime.capabilities.edits_args:
             message = f"tool call {call_id} allows no edit of its arguments: approve or decline"
-        return ArgsNotEditable(entry.run_id, call_id, message)
+        return ArgsNotEditable(entry.run_id, call_id, message, entry)
     try:
         runtime.check_edited_args(entry, call, args)
     except ArgsRejected as exc:
-        return InvalidArgs(entry.run_id, call_id, str(exc))
+        return InvalidArgs(entry.run_id, call_id, str(exc), entry)
     return None
 
 

@@ -111,8 +111,13 @@ async def _earlier_answer(context: Context, key: str, fingerprint: str, run_id: 
         answer = use.answer or await log.wait_for_answer(key, wait)
         if answer is not None:
             return await _as_now(context, decode(answer), run_id)
+    current = await context.storage.runs.get(run_id)
+    if current is None or not context.principal.scope.allows(current):
+        return RunNotFound(run_id, f"no run {run_id}")
     return DecisionInProgress(
-        run_id, "a request with this idempotencyKey is still being answered: ask again later"
+        run_id,
+        "a request with this idempotencyKey is still being answered: ask again later",
+        current,
     )
 
 
@@ -122,12 +127,12 @@ async def _as_now(context: Context, outcome: Any, run_id: str) -> Any:
     current = await context.storage.runs.get(run_id)
     if current is None or not context.principal.scope.allows(current):
         return RunNotFound(run_id, f"no run {run_id}")
-    run = getattr(outcome, "run", None)
-    if run is None:
+    if "run" not in outcome.__dataclass_fields__:
         return outcome
-    if run.run_id != run_id:
-        current = await context.storage.runs.get(run.run_id)
-    return type(outcome)(**{**_fields(outcome), "run": current or run})
+    run = outcome.run  # None in a refusal kept before refusals carried their run
+    if run is not None and run.run_id != run_id:
+        current = await context.storage.runs.get(run.run_id) or run
+    return type(outcome)(**{**_fields(outcome), "run": current})
 
 
 def _fields(outcome: Any) -> dict[str, Any]:

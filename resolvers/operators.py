@@ -42,10 +42,11 @@ async def release_run(context: Context, run_id: str, reason: str | None) -> Rele
             status,
             f"run {run_id} is {status.value}: only a STALLED run, or one "
             "whose outcome is unknown, can be released",
+            entry,
         )
     after = await context.runtimes.for_run(entry).release(entry)
     if not await context.storage.runs.claims.settle_seen(entry, after):
-        return WrongRunStatus(run_id, status, f"run {run_id} changed meanwhile: look again")
+        return await _moved_on(context, run_id, status, "changed meanwhile")
     outcome = RunReleased(replace(after, version=entry.version + 1))
     await _audit(context, "release", run_id, reason, kind(outcome))
     return outcome
@@ -78,12 +79,13 @@ async def _take_to_cancel(
                 run_id,
                 status,
                 f"run {run_id} is {status.value}: only a SUSPENDED or STALLED run can be cancelled",
+                entry,
             )
         claim = claims.new_claim(claims.clock())
         if await context.storage.runs.claims.take_over(entry, claim):
             version = entry.version + 1
             return entry, replace(entry, status=RunStatus.RUNNING, claim=claim, version=version)
-    return WrongRunStatus(run_id, status, f"run {run_id} keeps changing: look again")
+    return await _moved_on(context, run_id, status, "keeps changing")
 
 
 async def _cancel(
@@ -107,6 +109,16 @@ async def _cancel(
         )
     await claims.settle(after)
     return RunCancelled(replace(after, version=claimed.version + 1))
+
+
+async def _moved_on(
+    context: Context, run_id: str, status: RunStatus, how: str
+) -> WrongRunStatus | RunNotFound:
+    """The answer when a run moved on under an operator's action, with the run as it is."""
+    current = await context.storage.runs.get(run_id)
+    if current is None:
+        return RunNotFound(run_id, f"no run {run_id}")
+    return WrongRunStatus(run_id, status, f"run {run_id} {how}: look again", current)
 
 
 async def _run_for(

@@ -26,6 +26,9 @@
         ├── NotAReviewer          a review policy names other reviewers
         └── Forbidden             the caller's role does not allow it
 
+A refusal about a run carries it (`run`, as read when refused), so a client's cache
+corrects its entry after a lost race without asking again; but ExecutorUnavailable, which
+applied nothing and may name no run (startRun's).
 Outcomes are plain data, so an idempotency key can store one and answer it again.
 """
 
@@ -58,6 +61,7 @@ class StaleDecision:
     args_hash: str
     """The call's argsHash now."""
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,7 @@ class SelfApproval:
     run_id: str
     tool_call_id: str
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,7 @@ class NotAReviewer:
     run_id: str
     tool_call_id: str
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +96,7 @@ class RunNotSuspended:
     run_id: str
     status: RunStatus
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +104,7 @@ class ToolCallNotFound:
     run_id: str
     tool_call_id: str
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +113,7 @@ class WrongSuspensionKind:
     tool_call_id: str
     requires_approval: bool
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +122,7 @@ class AlreadyDecided:
     tool_call_id: str
     decision: Decision
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +130,7 @@ class InvalidResumeData:
     run_id: str
     tool_call_id: str
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +138,7 @@ class InvalidArgs:
     run_id: str
     tool_call_id: str
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +146,7 @@ class ArgsNotEditable:
     run_id: str
     tool_call_id: str
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +172,7 @@ class OutcomeUnknown:
 class DecisionInProgress:
     run_id: str
     message: str
+    run: RunEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +190,7 @@ class WrongRunStatus:
     run_id: str
     status: RunStatus
     message: str
+    run: RunEntry
 
 
 DecisionOutcome = (
@@ -244,8 +259,8 @@ def encode(outcome: Any) -> Document:
 def decode(doc: Document) -> Any:
     cls = _KINDS[doc["kind"]]
     values = dict(doc["values"])
-    if "run" in values:
-        values["run"] = RunEntry.from_document(values["run"])
+    if "run" in cls.__dataclass_fields__:  # None in a refusal kept before it carried one
+        values["run"] = RunEntry.from_document(values["run"]) if values.get("run") else None
     if "decision" in values:
         values["decision"] = Decision.from_document(values["decision"])
     if "status" in values:

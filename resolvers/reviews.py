@@ -61,13 +61,13 @@ async def review(
     current = recorded.args_hash if recorded else model_hash
     if expected_args_hash is not None and expected_args_hash.lower() != current:
         message = f"the arguments of {call_id} changed since they were seen: look again"
-        return StaleDecision(entry.run_id, call_id, current, message)
+        return StaleDecision(entry.run_id, call_id, current, message, entry)
     if expected_args_hash is None and _edited_unseen(policy, recorded):
         message = (
             f"the arguments of {call_id} were edited: approve them with expectedArgsHash, "
             "their argsHash as you saw it"
         )
-        return StaleDecision(entry.run_id, call_id, current, message)
+        return StaleDecision(entry.run_id, call_id, current, message, entry)
     if policy is None or action is Action.RESUME:
         return Proceed()
     refused = _refusal(context, policy, entry, call_id, action, now)
@@ -94,12 +94,12 @@ def _refusal(
 ) -> DecisionOutcome | None:
     if not policy.allows(context.principal.names, entry.suspended_at, now):
         message = f"{policy.label} names other reviewers of {call_id}"
-        return NotAReviewer(entry.run_id, call_id, message)
+        return NotAReviewer(entry.run_id, call_id, message, entry)
     starter = entry.started_by
     own = starter is not None and context.is_caller(starter)
     if action is Action.APPROVE and policy.forbid_self_approval and own:
         message = f"{policy.label}: whoever started run {entry.run_id} may not approve it"
-        return SelfApproval(entry.run_id, call_id, message)
+        return SelfApproval(entry.run_id, call_id, message, entry)
     return None
 
 

@@ -8,7 +8,8 @@ webhooks they made (with any credential of theirs: the same person); any other c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from suspended_runs.resolvers.access import Role, require
@@ -66,11 +67,17 @@ class WebhookDeliveryNotFound:
     message: str
 
 
+async def _none() -> int:
+    return 0
+
+
 @dataclass(frozen=True, slots=True)
 class DeliveriesPage:
     deliveries: list[Delivery]
     has_more: bool
     next_cursor: str | None
+    count: Callable[[], Awaitable[int]] = field(default=_none)
+    """All of the webhook's deliveries (the caller's to see), counted when asked."""
 
 
 async def create_webhook(
@@ -147,10 +154,12 @@ async def webhook_deliveries(
     webhook = await context.storage.webhooks.get(webhook_id)
     if webhook is None or not _manages(context, webhook):
         return DeliveriesPage([], False, None)
-    found = await context.storage.deliveries.page(webhook_id, size + 1, after)
+    deliveries = context.storage.deliveries
+    found = await deliveries.page(webhook_id, size + 1, after)
     page = found[:size]
     more = len(found) > size
-    return DeliveriesPage(page, more, page[-1].delivery_id if more and page else None)
+    cursor = page[-1].delivery_id if more and page else None
+    return DeliveriesPage(page, more, cursor, lambda: deliveries.count(webhook_id))
 
 
 async def redeliver(

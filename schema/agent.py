@@ -9,6 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from suspended_runs import resolvers, storage
+from suspended_runs.schema.node import Node
 
 
 @strawberry.type(description="An agent a dashboard can filter by.")
@@ -36,7 +37,7 @@ class AuditAction(enum.Enum):
 
 
 @strawberry.type(description="The audit record of one decision asked of this server.")
-class DecisionRecord:
+class DecisionRecord(Node):
     run_id: strawberry.ID
     tool_call_id: str | None
     action: AuditAction
@@ -64,6 +65,7 @@ class DecisionRecord:
     @classmethod
     def from_record(cls, record: storage.AuditRecord) -> DecisionRecord:
         return cls(
+            id=strawberry.ID(resolvers.record_node_id(record.record_id)),
             run_id=strawberry.ID(record.run_id),
             tool_call_id=record.tool_call_id,
             action=AuditAction(record.action),

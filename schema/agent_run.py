@@ -12,6 +12,7 @@ from strawberry.scalars import JSON
 from suspended_runs import resolvers, storage
 from suspended_runs.resolvers.review_policies import ReviewPolicy
 from suspended_runs.schema.conversation import RunMessage
+from suspended_runs.schema.node import Node
 
 RunStatus = strawberry.enum(
     storage.RunStatus,
@@ -86,7 +87,7 @@ class ToolCallDecision:
 
 # Plain attributes, no per-field resolvers: a page is built once, then read as data.
 @strawberry.type(description="A tool call the run waits on: an approval, or a suspend().")
-class AgentRunToolCall:
+class AgentRunToolCall(Node):
     tool_call_id: str | None
     tool_name: str | None
     args: JSON | None = strawberry.field(description="What the model passed (approvals).")
@@ -169,8 +170,11 @@ class AgentRunToolCall:
         return policy.assigned_to(self.waiting_since, datetime.now(UTC))
 
     @classmethod
-    def from_entry(cls, call: storage.ToolCall, entry: storage.RunEntry) -> AgentRunToolCall:
+    def from_entry(
+        cls, call: storage.ToolCall, entry: storage.RunEntry, position: int
+    ) -> AgentRunToolCall:
         return cls(
+            id=strawberry.ID(resolvers.call_node_id(entry, call, position)),
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
             args=call.args,
@@ -182,7 +186,7 @@ class AgentRunToolCall:
 
 
 @strawberry.type(description="An agent run, as the run index holds it.")
-class AgentRun:
+class AgentRun(Node):
     run_id: strawberry.ID
     agent_id: strawberry.ID
     runtime: storage.Runtime
@@ -240,6 +244,7 @@ class AgentRun:
     def from_entry(cls, entry: storage.RunEntry) -> AgentRun:
         outcome = entry.outcome
         return cls(
+            id=strawberry.ID(resolvers.run_node_id(entry.run_id)),
             run_id=strawberry.ID(entry.run_id),
             agent_id=strawberry.ID(entry.agent_id),
             runtime=entry.runtime,
@@ -248,7 +253,9 @@ class AgentRun:
             resource_id=entry.resource_id,
             created_at=entry.created_at,
             suspended_at=entry.suspended_at,
-            tool_calls=[AgentRunToolCall.from_entry(call, entry) for call in entry.tool_calls],
+            tool_calls=[
+                AgentRunToolCall.from_entry(c, entry, i) for i, c in enumerate(entry.tool_calls)
+            ],
             output=outcome.output if outcome else None,
             error=outcome.error if outcome else None,
             outcome_unknown=entry.outcome_unknown,

@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import strawberry
-from strawberry.types import Info
-from strawberry.types.nodes import FragmentSpread, InlineFragment, SelectedField, Selection
 
-from suspended_runs import resolvers
+from suspended_runs import resolvers, storage
 from suspended_runs.schema.agent import Agent, DecisionRecord
-from suspended_runs.schema.agent_run import AgentRun
+from suspended_runs.schema.agent_run import AgentRun, AgentRunToolCall
+from suspended_runs.schema.connections import Connections
 from suspended_runs.schema.decision_stats import DecisionStats
 from suspended_runs.schema.filters import RunsFilter, SuspendedRunsFilter
 from suspended_runs.schema.follower import SyncStatus
+from suspended_runs.schema.node import Node
 from suspended_runs.schema.page import RunsPage, SuspendedRunsPage
+from suspended_runs.schema.selections import ContextInfo, selects
 from suspended_runs.schema.viewer import Viewer
 from suspended_runs.schema.webhooks import Webhook, WebhookDeliveriesPage
 from suspended_runs.schema.webhooks import page as deliveries_page
 
-ContextInfo = Info[resolvers.Context, Any]
-
 
 @strawberry.type
-class Query:
+class Query(Connections):
     @strawberry.field(
         description=(
             "Suspended runs, newest first (createdAt desc, runId). Page with page/perPage "
@@ -106,6 +104,23 @@ class Query:
         return AgentRun.from_entry(entry) if entry else None
 
     @strawberry.field(
+        description="The object with this global id (a run, a tool call, a decision record), "
+        "as `agentRun` would answer it: null when unknown, outside the caller's scope, or "
+        "not an id this server wrote."
+    )
+    async def node(self, info: ContextInfo, id: strawberry.ID) -> Node | None:
+        [found] = await resolvers.nodes(info.context, [id])
+        return shown(found)
+
+    @strawberry.field(
+        description="The objects of these global ids, in their order, each as `node` would "
+        "answer it; one read of the run index for every run and call. Each id costs a row "
+        "of MAX_ROWS_PER_REQUEST."
+    )
+    async def nodes(self, info: ContextInfo, ids: list[strawberry.ID]) -> list[Node | None]:
+        return [shown(found) for found in await resolvers.nodes(info.context, list(ids))]
+
+    @strawberry.field(
         description="Registered Python agents and every agent seen in Mastra's snapshots."
     )
     async def agents(self, info: ContextInfo) -> list[Agent]:
@@ -160,17 +175,12 @@ class Query:
         return SyncStatus.from_status(resolvers.follower_status(info.context))
 
 
-def selects(fields: list[Selection], name: str) -> bool:
-    """Whether the resolved field's selection names `name`, through fragments too."""
-
-    def walk(selections: list[Selection]) -> bool:
-        for selection in selections:
-            if isinstance(selection, SelectedField) and selection.name == name:
-                return True
-            if isinstance(selection, FragmentSpread | InlineFragment) and walk(
-                selection.selections
-            ):
-                return True
-        return False
-
-    return walk(fields)
+def shown(found: resolvers.Found) -> Node | None:
+    """The GraphQL object of what a global id names."""
+    if isinstance(found, storage.RunEntry):
+        return AgentRun.from_entry(found)
+    if isinstance(found, resolvers.FoundCall):
+        return AgentRunToolCall.from_entry(found.call, found.entry, found.position)
+    if isinstance(found, storage.AuditRecord):
+        return DecisionRecord.from_record(found)
+    return None

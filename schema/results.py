@@ -17,6 +17,13 @@ from suspended_runs import resolvers, storage
 from suspended_runs.schema.agent_run import AgentRun, ToolCallDecision
 
 
+def _run() -> Any:
+    return strawberry.field(
+        description="The run as read when refused: a normalized cache updates its entry "
+        "from it after a lost race."
+    )
+
+
 @strawberry.interface(description="An expected reason why a mutation did nothing.")
 class Problem:
     message: str
@@ -47,18 +54,21 @@ class StaleDecision(Problem):
     run_id: strawberry.ID
     tool_call_id: str
     args_hash: str = strawberry.field(description="The call's argsHash now.")
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="A review policy forbids approving a run one started.")
 class SelfApproval(Problem):
     run_id: strawberry.ID
     tool_call_id: str
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="A review policy names other reviewers of this call.")
 class NotAReviewer(Problem):
     run_id: strawberry.ID
     tool_call_id: str
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="The run started; `run` is where it came to rest.")
@@ -75,12 +85,14 @@ class RunNotFound(Problem):
 class RunNotSuspended(Problem):
     run_id: strawberry.ID
     status: storage.RunStatus
+    run: AgentRun = _run()
 
 
 @strawberry.type
 class ToolCallNotFound(Problem):
     run_id: strawberry.ID
     tool_call_id: str
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="approve/decline on a suspend() call, or resume on an approval.")
@@ -88,6 +100,7 @@ class WrongSuspensionKind(Problem):
     run_id: strawberry.ID
     tool_call_id: str
     requires_approval: bool
+    run: AgentRun = _run()
 
 
 @strawberry.type
@@ -95,18 +108,21 @@ class AlreadyDecided(Problem):
     run_id: strawberry.ID
     tool_call_id: str
     decision: ToolCallDecision
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="The resume data does not fit what the suspended tool returns.")
 class InvalidResumeData(Problem):
     run_id: strawberry.ID
     tool_call_id: str
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="The edited arguments do not fit the tool's parameters.")
 class InvalidArgs(Problem):
     run_id: strawberry.ID
     tool_call_id: str
+    run: AgentRun = _run()
 
 
 @strawberry.type(
@@ -116,6 +132,7 @@ class InvalidArgs(Problem):
 class ArgsNotEditable(Problem):
     run_id: strawberry.ID
     tool_call_id: str
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="No runtime here can continue this run, or start this agent.")
@@ -146,6 +163,7 @@ class OutcomeUnknown:
 @strawberry.type(description="A request under the same idempotencyKey is still being answered.")
 class DecisionInProgress(Problem):
     run_id: strawberry.ID
+    run: AgentRun = _run()
 
 
 @strawberry.type(
@@ -164,6 +182,7 @@ class RunCancelled:
 class WrongRunStatus(Problem):
     run_id: strawberry.ID
     status: storage.RunStatus
+    run: AgentRun = _run()
 
 
 @strawberry.type(description="The run index was rebuilt from the snapshots.")
@@ -243,15 +262,18 @@ def from_outcome(outcome: Any) -> Any:
             return RunCancelled(run=AgentRun.from_entry(run))
         case resolvers.OutcomeUnknown(run=run):
             return OutcomeUnknown(message=outcome.message, run=AgentRun.from_entry(run))
-        case resolvers.AlreadyDecided(decision=decision):
+        case resolvers.AlreadyDecided(decision=decision, run=run):
             return AlreadyDecided(
                 message=outcome.message,
                 run_id=strawberry.ID(outcome.run_id),
                 tool_call_id=outcome.tool_call_id,
                 decision=ToolCallDecision.from_decision(decision),
+                run=AgentRun.from_entry(run),
             )
         case storage.ReconcileReport():
             return RunsReconciled(**dataclasses.asdict(outcome))
     member = _MEMBERS[type(outcome).__name__]
     values = {name: getattr(outcome, name) for name in outcome.__dataclass_fields__}
+    if isinstance(entry := values.get("run"), storage.RunEntry):
+        values["run"] = AgentRun.from_entry(entry)
     return member(**values)

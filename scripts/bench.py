@@ -22,12 +22,13 @@ and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`)
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
 
-`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung`, `--langgraph` and
-`--slow-bodies` print only the follower's figures, hostile requests', subscriptions' and
-traces', webhooks' (scripts/webhooks.py), `assignedToMe` lists' beside other shapes
-(scripts/assigned.py), the seconds to a typed answer while the database hangs
-(scripts/hung.py), LangGraph threads' beside Mastra runs (scripts/threads.py), and other
-clients' polls beside slow request bodies (scripts/slow_bodies.py).
+`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung`, `--langgraph`,
+`--slow-bodies` and `--relay` print only the follower's figures, hostile requests',
+subscriptions' and traces', webhooks' (scripts/webhooks.py), `assignedToMe` lists' beside
+other shapes (scripts/assigned.py), the seconds to a typed answer while the database hangs
+(scripts/hung.py), LangGraph threads' beside Mastra runs (scripts/threads.py), other
+clients' polls beside slow request bodies (scripts/slow_bodies.py), and `node`, `nodes` and
+connections beside `agentRun` and the pages (scripts/relay.py).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import assigned, churn, hostile, hung, live, slow_bodies, threads, webhooks
+from scripts import assigned, churn, hostile, hung, live, relay, slow_bodies, threads, webhooks
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -515,6 +516,8 @@ def main() -> int:
         return hung_main(args)
     if args.slow_bodies:
         return slow_bodies_main(args)
+    if args.relay:
+        return relay_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -594,6 +597,9 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument(
         "--slow-bodies", action="store_true", help="only polls' figures beside slow bodies"
     )
+    parser.add_argument(
+        "--relay", action="store_true", help="only node, nodes and connections, by --sizes"
+    )
     parser.add_argument("--slow-connections", type=int, default=2000, help="slow connections")
     parser.add_argument("--slow-cap", type=int, default=256, help="MAX_CONNECTIONS_PER_PEER")
     parser.add_argument("--slow-byte-every", type=float, default=5, help="seconds between bytes")
@@ -601,6 +607,38 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--slow-seconds", type=float, default=20, help="seconds of each phase")
     parser.add_argument("--slow-rounds", type=int, default=3, help="quiet and slow phases each")
     return parser.parse_args()
+
+
+def relay_main(args: argparse.Namespace) -> int:
+    """`--relay`: node beside agentRun, nodes of 100, connections beside pages, per size."""
+    sizes = [int(s) for s in args.sizes.split(",")]
+    found: dict[int, tuple[relay.Figures, int]] = {}
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        for n in sizes:
+            db = f"bench_relay_{n}"
+            _say(f"N={n}: loaded in {load(mongo.uri, db, n):.0f} s")
+            uri = settled(mongo)
+            served = serve(uri, db, log)
+            try:
+                counts_in_memory(served.url)
+                found[n] = relay.figures(served.url, uri, args.requests)
+            finally:
+                served.stop()
+            _say(f"N={n} done")
+    print("\n## Global ids and connections (embedded MongoDB)\n")
+    print("ms median / p95 of the new form · of what it stands beside, and the ratio of medians\n")
+    print(f"| figure | {' | '.join(f'N={n:,}' for n in sizes)} |\n|---|" + "---:|" * len(sizes))
+    for name in found[sizes[0]][0]:
+        cells = []
+        for n in sizes:
+            new, old = found[n][0][name]
+            ratio = f" ({statistics.median(new) / statistics.median(old):.2f}x)" if old else ""
+            cells.append(_cell(new) + (f" · {_cell(old)}{ratio}" if old else ""))
+        print(f"| {name} | {' | '.join(cells)} |")
+    queries = " | ".join(str(found[n][1]) for n in sizes)
+    print(f"| queries the database counted for one nodes of 100 | {queries} |")
+    return 0
 
 
 def hostile_main(args: argparse.Namespace) -> int:

@@ -15,11 +15,13 @@ from typing import Any
 import httpx
 import pytest
 from langgraph.checkpoint.mongodb import MongoDBSaver
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from playwright.sync_api import Browser, sync_playwright
 from pymongo import AsyncMongoClient
 from pymongo.asynchronous.database import AsyncDatabase
 
-from suspended_runs.server import EmbeddedMongoDB, Settings
+from suspended_runs.server import EmbeddedMongoDB, Settings, tracing
 from suspended_runs.server.auth import new_api_key
 from suspended_runs.storage import SNAPSHOTS_COLLECTION, Document
 from tests.builders import KEYS, LIST, SECRET_SETTING, bearer, post, token
@@ -123,9 +125,16 @@ def peer_node() -> Path:
 
 @pytest.fixture(scope="session")
 def clients_node(peer_node: Path) -> Path:
-    """The Node.js that runs tests/graphql_clients (scripts/install-graphql-clients)."""
-    if not (CLIENTS_DIR / "node_modules" / "graphql-http").exists():
-        pytest.fail("the GraphQL clients are not installed: run scripts/install-graphql-clients")
+    """The Node.js that runs tests/graphql_clients (scripts/install-graphql-clients): every
+    package its package.json pins must be there (a checkout older than a new client fails
+    here, not inside the client's script)."""
+    pinned = json.loads((CLIENTS_DIR / "package.json").read_text())["dependencies"]
+    missing = [name for name in pinned if not (CLIENTS_DIR / "node_modules" / name).exists()]
+    if missing:
+        pytest.fail(
+            f"the GraphQL clients are not installed ({', '.join(missing)}): "
+            "run scripts/install-graphql-clients"
+        )
     return peer_node
 
 
@@ -181,6 +190,18 @@ async def tenants(snapshots, settings: Settings, start_app, tmp_path: Path) -> d
 
     await eventually(all_listed, within=2)
     return {"client": client, "keys": keys, "admin": admin}
+
+
+@pytest.fixture(scope="session")
+def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
+    """A tracer provider that keeps its spans in memory (give it to `running_app`; clear
+    the exporter before what a test counts). One for the session: pymongo's
+    instrumentation keeps the tracer of the first provider it is given."""
+    exporter = InMemorySpanExporter()
+    provider = tracing.new_provider(exporter)
+    yield provider, exporter
+    tracing.uninstrument()
+    provider.shutdown()
 
 
 @pytest.fixture(scope="module")

@@ -165,6 +165,16 @@ class DecisionLog:
                 break
         return found
 
+    async def count_for_run(self, run_id: str) -> int:
+        return await self.records.count_documents({"runId": run_id})
+
+    async def get_many(self, record_ids: list[Any]) -> dict[Any, AuditRecord]:
+        """The records of `record_ids` (their `_id`s) that exist: one query."""
+        if not record_ids:
+            return {}
+        found = self.records.find({"_id": {"$in": record_ids}}, limit=len(record_ids))
+        return {doc["_id"]: AuditRecord.from_document(doc) async for doc in found}
+
     async def applied_between(
         self, run_filter: RunFilter, decided_from: datetime, decided_to: datetime, limit: int
     ) -> list[Document]:

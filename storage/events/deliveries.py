@@ -209,6 +209,9 @@ class DeliveryStore:
         cursor = self.collection.find(query, sort=[("_id", -1)], limit=first)
         return [Delivery.from_document(doc) async for doc in cursor]
 
+    async def count(self, webhook_id: str) -> int:
+        return await self.collection.count_documents({"webhookId": webhook_id})
+
     async def get(self, delivery_id: str) -> Delivery | None:
         doc = await self.collection.find_one({"_id": delivery_id})
         return Delivery.from_document(doc) if doc else None

@@ -138,6 +138,16 @@ class RunIndex:
         doc = await self.collection.find_one({"runId": run_id}, {"_id": 0})
         return read_entry(doc) if doc else None
 
+    async def get_many(self, run_ids: list[str]) -> dict[str, RunEntry]:
+        """The entries of `run_ids` that exist, by runId: one query, however many."""
+        if not run_ids:
+            return {}
+        query = {"runId": run_ids[0] if len(run_ids) == 1 else {"$in": run_ids}}
+        # runId is unique: a limit of as many as asked ends the cursor with its first batch.
+        found = self.collection.find(query, {"_id": 0, "snapshotId": 0}, limit=len(run_ids))
+        entries = [read_entry(doc) async for doc in found]
+        return {entry.run_id: entry for entry in entries if entry is not None}
+
     async def agents(self) -> list[tuple[str, str]]:
         """(agentId, runtime) of every agent ever indexed, sorted."""
         return await self._agents.read()

@@ -6,6 +6,7 @@ The walk covers the schema's whole root: a field added without a case here fails
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import pytest
@@ -13,10 +14,18 @@ import pytest
 from suspended_runs.schema import build_schema
 from tests.builders import key, post
 
+
+def _node_id(run_id: str) -> str:
+    """A run's global id (resolvers/nodes.py), written here as a client would hold it."""
+    return base64.urlsafe_b64encode(f"R{run_id}".encode()).rstrip(b"=").decode()
+
+
 RESULT = "__typename ... on Problem { message }"
 BY_RUN: dict[str, str] = {
     "agentRun": "query($id: ID!) { agentRun(runId: $id) { runId status } }",
     "decisionLog": "query($id: ID!) { decisionLog(runId: $id) { action decidedBy } }",
+    "decisionLogConnection": "query($id: ID!) { decisionLogConnection(runId: $id) "
+    "{ totalCount edges { cursor node { id action } } pageInfo { endCursor } } }",
     "approveToolCall": f"mutation($id: ID!) {{ approveToolCall(input: {{runId: $id}}) "
     f"{{ {RESULT} }} }}",
     "declineToolCall": f"mutation($id: ID!) {{ declineToolCall(input: {{runId: $id}}) "
@@ -37,6 +46,25 @@ OTHERS: dict[str, tuple[str, Any]] = {
     "runs": (
         '{ runs(filter: {resourceId: "tenant-b"}) { total runs { runId } } }',
         {"runs": {"total": 0, "runs": []}},
+    ),
+    "suspendedRunsConnection": (
+        '{ suspendedRunsConnection(filter: {resourceId: "tenant-b"}) '
+        "{ totalCount edges { node { runId } } } }",
+        {"suspendedRunsConnection": {"totalCount": 0, "edges": []}},
+    ),
+    "runsConnection": (
+        '{ runsConnection(filter: {resourceId: "tenant-b"}) '
+        "{ totalCount edges { node { runId } } } }",
+        {"runsConnection": {"totalCount": 0, "edges": []}},
+    ),
+    # The other tenant's runs by their global ids: null, as an unknown id.
+    "node": (
+        f'{{ node(id: "{_node_id("b-0")}") {{ id ... on AgentRun {{ runId }} }} }}',
+        {"node": None},
+    ),
+    "nodes": (
+        f'{{ nodes(ids: ["{_node_id("b-0")}", "{_node_id("b-1")}"]) {{ id }} }}',
+        {"nodes": [None, None]},
     ),
     "agents": ("{ agents { id suspendedRuns } }", None),
     "viewer": ("{ viewer { subject } }", None),
@@ -70,6 +98,10 @@ OTHERS: dict[str, tuple[str, Any]] = {
     ),
     "webhookDeliveries": (
         '{ webhookDeliveries(webhookId: "wh_x") { deliveries { runId } } }',
+        None,
+    ),
+    "webhookDeliveriesConnection": (
+        '{ webhookDeliveriesConnection(webhookId: "wh_x") { edges { node { runId } } } }',
         None,
     ),
     "deleteWebhook": (f'mutation {{ deleteWebhook(input: {{id: "wh_x"}}) {{ {RESULT} }} }}', None),

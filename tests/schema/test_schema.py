@@ -34,8 +34,19 @@ def test_each_layer_says_what_it_offers(package: str) -> None:
 def test_contract_names_are_there() -> None:
     sdl = SDL.read_text()
     for name in (
-        "type AgentRun {",
-        "type AgentRunToolCall {",
+        "type AgentRun implements Node {",
+        "type AgentRunToolCall implements Node {",
+        "type DecisionRecord implements Node {",
+        "interface Node {",
+        "node(id: ID!): Node",
+        "nodes(ids: [ID!]!): [Node]!",
+        "suspendedRunsConnection(filter: SuspendedRunsFilter",
+        "runsConnection(filter: RunsFilter",
+        "decisionLogConnection(runId: ID!",
+        "webhookDeliveriesConnection(webhookId: ID!",
+        "type AgentRunConnection {",
+        "type PageInfo {",
+        "type AlreadyDecided implements Problem {",
         "input SuspendedRunsFilter {",
         "type SuspendedRunsPage {",
         "suspendedRuns(filter: SuspendedRunsFilter",

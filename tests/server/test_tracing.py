@@ -7,29 +7,17 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from suspended_runs.server import tracing
 from suspended_runs.server.embedded_mongodb import free_port
 from tests.helpers import APPROVE, Server, act, eventually, has_status, make_gql, running_app
 from tests.mastra_peer import MastraPeer, delete, settings_for
-
-
-@pytest.fixture
-def traced() -> Iterator[tuple[TracerProvider, InMemorySpanExporter]]:
-    exporter = InMemorySpanExporter()
-    provider = tracing.new_provider(exporter)
-    yield provider, exporter
-    tracing.uninstrument()
-    provider.shutdown()
 
 
 def spans_of(provider: TracerProvider, exporter: InMemorySpanExporter) -> list[ReadableSpan]:
