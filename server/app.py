@@ -250,7 +250,9 @@ async def _lifespan(
     )
     _request_state(app, settings, storage)
     tasks = _timed_tasks(
-        app, settings, WebhookDeliverer(storage, settings.delivery_rules, instance)
+        app,
+        settings,
+        WebhookDeliverer(storage, settings.delivery_rules(settings.production), instance),
     )
     try:
         yield
@@ -291,7 +293,8 @@ def _request_state(app: Starlette, settings: Settings, storage: Storage) -> None
     """What requests read of the app besides storage and runtimes."""
     app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
     app.state.webhook_rules = WebhookRules(
-        settings.outbound_rules, timedelta(seconds=settings.webhook_rotation_seconds)
+        settings.outbound_rules(settings.production),
+        timedelta(seconds=settings.webhook_rotation_seconds),
     )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
     app.state.connections = Connections()
