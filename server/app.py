@@ -295,6 +295,7 @@ def _request_state(app: Starlette, settings: Settings, storage: Storage) -> None
     app.state.webhook_rules = WebhookRules(
         settings.outbound_rules(settings.production),
         timedelta(seconds=settings.webhook_rotation_seconds),
+        settings.webhook_caps,
     )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
     app.state.connections = Connections()

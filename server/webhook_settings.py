@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, field_validator
 from suspended_runs.runtime.webhooks.addresses import OutboundRules
 from suspended_runs.runtime.webhooks.attempt import AttemptRules
 from suspended_runs.runtime.webhooks.payloads import PayloadRules
+from suspended_runs.storage.events.webhooks import WebhookCaps
 
 
 class WebhookSettings(BaseModel):
@@ -34,6 +35,13 @@ class WebhookSettings(BaseModel):
         "", description="Comma-separated hosts (*.example.com) and CIDRs webhooks may reach."
     )
     webhook_concurrency: int = Field(4, ge=1, le=64, description="Attempts at once per webhook.")
+    webhook_max_per_creator: int = Field(
+        20, ge=1, description="Webhooks one admin may have made; more are refused."
+    )
+    webhook_max_per_scope: int = Field(
+        100, ge=1, description="Webhooks the admins of one scope (a tenant) may have made."
+    )
+    webhook_max_total: int = Field(500, ge=1, description="Webhooks on this server in all.")
 
     @field_validator("webhook_retry_seconds")
     @classmethod
@@ -53,6 +61,14 @@ class WebhookSettings(BaseModel):
             concurrency=self.webhook_concurrency,
             outbound=self.outbound_rules(production),
             payloads=PayloadRules(self.public_url, self.webhook_max_args_bytes),
+        )
+
+    @property
+    def webhook_caps(self) -> WebhookCaps:
+        return WebhookCaps(
+            per_creator=self.webhook_max_per_creator,
+            per_scope=self.webhook_max_per_scope,
+            total=self.webhook_max_total,
         )
 
     def outbound_rules(self, production: bool) -> OutboundRules:
