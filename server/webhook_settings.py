@@ -35,6 +35,9 @@ class WebhookSettings(BaseModel):
         "", description="Comma-separated hosts (*.example.com) and CIDRs webhooks may reach."
     )
     webhook_concurrency: int = Field(4, ge=1, le=64, description="Attempts at once per webhook.")
+    webhook_max_in_flight: int = Field(
+        64, ge=2, le=1024, description="Attempts at once in all (one creator's: half)."
+    )
     webhook_max_per_creator: int = Field(
         20, ge=1, description="Webhooks one admin may have made; more are refused."
     )
@@ -61,6 +64,7 @@ class WebhookSettings(BaseModel):
             concurrency=self.webhook_concurrency,
             outbound=self.outbound_rules(production),
             payloads=PayloadRules(self.public_url, self.webhook_max_args_bytes),
+            max_in_flight=self.webhook_max_in_flight,
         )
 
     @property

@@ -92,6 +92,7 @@ class Storage:
         runs.claims.outbox = follower.changes.outbox = outbox
         snapshots = db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
         queries = PersistedQueryStore(db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max)
+        state = db[FOLLOWER_STATE_COLLECTION]  # also counts admins' changes to webhooks
         return cls(
             client=client,
             db=db,
@@ -101,8 +102,8 @@ class Storage:
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
             persisted_queries=queries,
             outbox=outbox,
-            webhooks=WebhookStore(db[WEBHOOKS_COLLECTION]),
-            deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention),
+            webhooks=WebhookStore(db[WEBHOOKS_COLLECTION], state),
+            deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention, state),
             approvals=ApprovalStore(db[APPROVALS_COLLECTION], retention),
             langgraph=threads,
         )

@@ -33,8 +33,11 @@ class AttemptRules:
     retry_seconds: tuple[float, ...]
     timeout_seconds: float
     concurrency: int
+    """Attempts under way at once per webhook."""
     outbound: OutboundRules
     payloads: PayloadRules
+    max_in_flight: int = 64
+    """Attempts under way at once in all."""
 
 
 @dataclass(frozen=True, slots=True)

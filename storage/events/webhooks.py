@@ -27,6 +27,8 @@ from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.types import DURABLE, Document
 
 SECRET_PREFIX = "whsec_"
+_CHANGES = "webhooks"
+"""The `_id` of the document that counts changes to webhooks, in the state collection."""
 BEING_MADE = "being made: counted against the caps"
 """The `disabledReason` of a webhook written but not yet admitted (one a crash left so is
 listed disabled, counts against the caps, and is deleted as any other)."""
@@ -176,9 +178,18 @@ class Webhook:
         )
 
 
+async def count_change(state: AsyncCollection[Document]) -> None:
+    """After the change: a reader that sees the new count reads the change with it."""
+    await state.update_one({"_id": _CHANGES}, {"$inc": {"changes": 1}}, upsert=True)
+
+
 class WebhookStore:
-    def __init__(self, collection: AsyncCollection[Document]) -> None:
+    def __init__(
+        self, collection: AsyncCollection[Document], state: AsyncCollection[Document]
+    ) -> None:
         self.collection = collection.with_options(write_concern=DURABLE)
+        self._state = state
+        """Where the count of changes to webhooks is kept (`changes`)."""
 
     async def create(
         self,
@@ -213,6 +224,7 @@ class WebhookStore:
         await self.collection.update_one(
             {"_id": webhook.webhook_id}, {"$set": {"disabled": False, "disabledReason": None}}
         )
+        await self._changed()
         return webhook
 
     async def _cap_passed(self, webhook: Webhook, caps: WebhookCaps) -> CapReached | None:
@@ -232,6 +244,16 @@ class WebhookStore:
                 return CapReached(cap, limit)
         return None
 
+    async def changes(self) -> int:
+        """How many times an admin changed what the deliverer keeps (a webhook made,
+        deleted, rotated or disabled; a delivery redelivered): it reads again when this
+        moves."""
+        doc = await self._state.find_one({"_id": _CHANGES})
+        return int(doc.get("changes", 0)) if doc else 0
+
+    async def _changed(self) -> None:
+        await count_change(self._state)
+
     async def all(self) -> list[Webhook]:
         cursor = self.collection.find({}, sort=[("createdAt", 1)])
         return [Webhook.from_document(doc) async for doc in cursor]
@@ -241,7 +263,9 @@ class WebhookStore:
         return Webhook.from_document(doc) if doc else None
 
     async def delete(self, webhook_id: str) -> bool:
-        return (await self.collection.delete_one({"_id": webhook_id})).deleted_count == 1
+        deleted = (await self.collection.delete_one({"_id": webhook_id})).deleted_count == 1
+        await self._changed()
+        return deleted
 
     async def rotate(self, webhook_id: str, until: datetime) -> Webhook | None:
         """A new secret; the one it replaces keeps signing until `until`."""
@@ -259,9 +283,13 @@ class WebhookStore:
             },
             return_document=ReturnDocument.AFTER,
         )
-        return Webhook.from_document(doc) if doc else await self.rotate(webhook_id, until)
+        if doc is None:
+            return await self.rotate(webhook_id, until)
+        await self._changed()
+        return Webhook.from_document(doc)
 
     async def disable(self, webhook_id: str, reason: str) -> None:
         await self.collection.update_one(
             {"_id": webhook_id}, {"$set": {"disabled": True, "disabledReason": reason}}
         )
+        await self._changed()
