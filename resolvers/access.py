@@ -20,6 +20,7 @@ from typing import ClassVar
 
 from graphql import GraphQLError
 
+from suspended_runs.resolvers.people import GROUP_PREFIX, canonical
 from suspended_runs.storage import RunEntry, RunFilter
 
 
@@ -63,6 +64,16 @@ class Scope:
     def narrow(self, run_filter: RunFilter) -> RunFilter:
         return replace(run_filter, resource_ids=self.resource_ids, agent_ids=self.agent_ids)
 
+    def covers(self, other: Scope) -> bool:
+        """Whether every run `other` may see is one this scope may see."""
+        return _within(other.resource_ids, self.resource_ids) and _within(
+            other.agent_ids, self.agent_ids
+        )
+
+
+def _within(part: frozenset[str] | None, whole: frozenset[str] | None) -> bool:
+    return whole is None or (part is not None and part <= whole)
+
 
 Scope.ALL = Scope(resource_ids=None, agent_ids=None)
 Scope.NONE = Scope(resource_ids=frozenset(), agent_ids=frozenset())
@@ -82,9 +93,23 @@ class Principal:
     groups: frozenset[str] = frozenset()
     """Its groups (a token's JWT_GROUPS_CLAIM, an API key's `groups`): review policies
     name them as `group:<name>`."""
+    person: str = ""
+    """The person behind the credentials, as compared (resolvers/people.py): `person:<name>`,
+    or `key:<name>` for a key that names none. Unset: the subject, folded."""
+
+    def __post_init__(self) -> None:
+        if not self.person:
+            object.__setattr__(self, "person", canonical(self.subject))
 
     def may(self, role: Role) -> bool:
         return self.role is not None and _RANK[self.role] >= _RANK[role]
+
+    @property
+    def names(self) -> frozenset[str]:
+        """What a review policy may name the caller by: its credential, its person, and
+        `group:<name>` for each of its groups."""
+        groups = (GROUP_PREFIX + group for group in self.groups)
+        return frozenset((canonical(self.subject), self.person, *groups))
 
 
 OPEN_ACCESS = Principal(subject="anonymous", role=Role.ADMIN, scope=Scope.ALL, authenticated=False)

@@ -11,6 +11,7 @@ from suspended_runs.resolvers.outcomes import (
     Forbidden,
     RunStarted,
 )
+from suspended_runs.runtime import NotApplied
 from suspended_runs.storage import ReconcileReport, RunFilter, Runtime, deadlines
 
 
@@ -63,10 +64,14 @@ async def start_run(
         return Forbidden(Role.ADMIN.value, "that agent or resource is outside your scope")
     runtime = context.runtimes.starting(agent_id)
     if runtime is None:
-        return ExecutorUnavailable(None, agent_id, f"no Python agent {agent_id!r} is registered")
+        message = f"no agent {agent_id!r} can be started here (AGENTS, LANGGRAPH_GRAPHS)"
+        return ExecutorUnavailable(None, agent_id, message)
     # Recorded for review policies' forbidSelfApproval (an open server's caller is anonymous).
     starter = principal.subject if principal.authenticated else None
-    entry = await runtime.start(agent_id, prompt, thread_id, resource_id, starter)
+    try:
+        entry = await runtime.start(agent_id, prompt, thread_id, resource_id, starter)
+    except NotApplied as exc:  # a graph that takes no message list, or wrote nothing
+        return ExecutorUnavailable(None, agent_id, str(exc))
     return RunStarted(entry)
 
 

@@ -107,7 +107,7 @@ class Announcer:
             if policy.escalate_after is None:
                 continue
             cutoff = now - policy.escalate_after
-            since = self._escalated_until.get(policy.name, cutoff - _ESCALATION_LOOKBACK)
+            since = self._escalated_until.get(policy.place, cutoff - _ESCALATION_LOOKBACK)
             entries = await self.storage.runs.claims.suspended_before(
                 cutoff,
                 agent_ids=None if policy.agent_id == "*" else [policy.agent_id],
@@ -115,9 +115,9 @@ class Announcer:
                 limit=_ESCALATION_BATCH,
             )
             if len(entries) < _ESCALATION_BATCH:
-                self._escalated_until[policy.name] = cutoff
+                self._escalated_until[policy.place] = cutoff
             elif entries[-1].suspended_at is not None:  # the rest at the next beat
-                self._escalated_until[policy.name] = entries[-1].suspended_at
+                self._escalated_until[policy.place] = entries[-1].suspended_at
             for entry in entries:
                 due += [
                     events.escalated(entry, call.tool_call_id, now)

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 from suspended_runs.resolvers.access import Principal
 from suspended_runs.resolvers.context import Context
-from suspended_runs.resolvers.review_policies import GROUP_PREFIX, ReviewPolicies
+from suspended_runs.resolvers.review_policies import ReviewPolicies, compared
 from suspended_runs.storage import AssignedBand, RunFilter
 from suspended_runs.storage.index.assignment import tool_order
 
@@ -42,16 +42,16 @@ def assigned_bands(
     the tools it is assigned from the start and those it is assigned once escalated."""
     if not principal.authenticated:
         return ()  # a policy's names mean nothing on an open server: nobody is assigned
-    names = {principal.subject, *(GROUP_PREFIX + group for group in principal.groups)}
+    names = principal.names
     delays: dict[str, dict[timedelta | None, set[str | None]]] = {}
     for agent_id, tool_name in tools:
         policy = policies.match(agent_id, tool_name)
         if policy is None:
             continue
         delay: timedelta | None
-        if names & set(policy.reviewers or ()):
+        if names & compared(policy.reviewers or ()):
             delay = _ALWAYS
-        elif names & set(policy.escalate_to) and policy.escalate_after is not None:
+        elif names & compared(policy.escalate_to) and policy.escalate_after is not None:
             delay = policy.escalate_after
         else:
             continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -32,7 +33,10 @@ async def decision_log(
         entry = await context.storage.runs.get(run_id)
         if entry is None or not context.principal.scope.allows(entry):
             return []  # as for a run that does not exist
-    return await context.storage.decisions.for_run(run_id, limit=limit, after=position)
+    records = await context.storage.decisions.for_run(run_id, limit=limit, after=position)
+    # Records written before people were recorded name their person as it is read now.
+    person_of = context.people.person_of
+    return [replace(r, person=r.person or person_of(r.by)) for r in records]
 
 
 def record_cursor(record: AuditRecord) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 from suspended_runs.resolvers.access import Principal
 from suspended_runs.resolvers.budget import RequestBudget
 from suspended_runs.resolvers.live_pages import LivePages
+from suspended_runs.resolvers.people import People
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
 from suspended_runs.runtime.webhooks.addresses import OutboundRules
@@ -43,6 +44,18 @@ class Context:
     """Answers read once per request however many aliases ask them (`once`)."""
     loaders: dict[str, Any] = field(default_factory=dict)
     """The request's batch loaders, by name (one read for a page's runs)."""
+    people: People = field(default_factory=People)
+    """Who stands behind each credential now: stored subjects are read as people by it."""
+
+    @property
+    def person(self) -> str:
+        """The caller's person, as the audit log records it (on an open server, the actor
+        its header names)."""
+        return self.principal.person if self.principal.authenticated else self.actor
+
+    def is_caller(self, stored: str) -> bool:
+        """Whether a stored subject (`createdBy`, `startedBy`, ...) is the caller's person."""
+        return self.people.same(stored, self.principal.person)
 
     def once(self, key: str, read: Callable[[], Awaitable[Any]]) -> asyncio.Future[Any]:
         """`read()`'s answer, read at most once in this request (aliases resolve at once,

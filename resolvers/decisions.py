@@ -164,7 +164,7 @@ async def _apply(
     decision on the run was recorded first."""
     call_id = call.tool_call_id or ""
     decided = entry.with_decision(call_id, _decision(context, request, now))
-    last = runtime.capabilities.continues_each_decision or not decided.pending_calls()
+    last = runtime.continues_now(decided, call_id)
     claim = context.runtimes.claims.new_claim(now) if last else None
     # A database failure here (a deadline passed, the reply was lost) raises: nothing was
     # forwarded, so the caller is told the database is unavailable, not an outcome.
@@ -296,6 +296,7 @@ async def _audit(
             idempotency_key=request.idempotency_key,
             edited_args=request.edited_args,
             run=run,
+            person=context.person,
         )
     )
 
@@ -330,7 +331,7 @@ def _refusal(
 ) -> DecisionOutcome | None:
     """Why this call cannot take this decision, if it cannot."""
     call_id = call.tool_call_id or ""
-    wrong = _kind_mismatch(request.action, call)
+    wrong = runtime.suspension_mismatch(call, request.action)
     if wrong is not None:
         return WrongSuspensionKind(entry.run_id, call_id, call.requires_approval, wrong)
     if call.decision is not None:
@@ -354,8 +355,10 @@ def _args_refusal(
     entry: RunEntry, runtime: AgentRuntime, call: ToolCall, args: Any
 ) -> DecisionOutcome | None:
     call_id = call.tool_call_id or ""
-    if not runtime.capabilities.edits_args:
+    if not runtime.edits(call):
         message = f"{entry.runtime.value} runs take no edited arguments: approve or decline"
+        if runtime.capabilities.edits_args:
+            message = f"tool call {call_id} allows no edit of its arguments: approve or decline"
         return ArgsNotEditable(entry.run_id, call_id, message)
     try:
         runtime.check_edited_args(entry, call, args)
@@ -374,14 +377,6 @@ def _pick_call(entry: RunEntry, tool_call_id: str | None) -> ToolCall | None:
             argument="input.toolCallId",
         )
     return pending[0]
-
-
-def _kind_mismatch(action: Action, call: ToolCall) -> str | None:
-    if action is Action.RESUME and call.requires_approval:
-        return f"tool call {call.tool_call_id} waits for approval: approve or decline it"
-    if action is not Action.RESUME and not call.requires_approval:
-        return f"tool call {call.tool_call_id} waits for resume data (suspend()): resume it"
-    return None
 
 
 def _call_id_of(outcome: Any) -> str | None:

@@ -1,6 +1,8 @@
 """Idempotency keys: a request repeated under the same key gets the first answer again.
 
-Each caller's keys are their own. The first request holds its key under a lease it
+Each person's keys are their own (resolvers/people.py): a person's key and token share
+them; a key kept under a credential before (`key:<name>`, `jwt:<sub>`) still answers that
+credential's repeat. The first request holds its key under a lease it
 renews while it works; a twin waits for the answer, takes the key over when the lease ran
 out (its holder died), and after a while answers `DecisionInProgress`. An answer that
 applied nothing (InvalidResumeData, Forbidden, ExecutorUnavailable: the decision
@@ -44,7 +46,11 @@ async def answered_once(
     if key is None:
         return await work()
     log, claims = context.storage.decisions, context.runtimes.claims
-    key = f"{context.principal.subject}\x00{key}"
+    principal = context.principal
+    kept_before = await _kept_before(context, f"{principal.subject}\x00{key}", fingerprint, run_id)
+    if kept_before is not None:
+        return kept_before
+    key = f"{principal.person}\x00{key}"
     earlier = await _earlier_answer(context, key, fingerprint, run_id)
     if earlier is not None:
         return earlier
@@ -73,6 +79,26 @@ async def _kept_or_let_go(work: Awaitable[None]) -> None:
         _log.warning("an idempotency key was left to its lease", exc_info=exc)
 
 
+async def _kept_before(context: Context, key: str, fingerprint: str, run_id: str) -> Any:
+    """The answer kept under the caller's credential, before keys were a person's."""
+    if key.startswith(context.principal.person + "\x00"):
+        return None  # the same key
+    use = await context.storage.decisions.key_use(key)
+    if use is None or use.answer is None:
+        return None
+    if use.request_hash != fingerprint:
+        raise _reused()
+    return await _as_now(context, decode(use.answer), run_id)
+
+
+def _reused() -> BadUserInput:
+    return BadUserInput(
+        "this idempotencyKey was used for a different request: use a new key for each new "
+        "decision (a retry of the same one keeps its key)",
+        argument="input.idempotencyKey",
+    )
+
+
 async def _earlier_answer(context: Context, key: str, fingerprint: str, run_id: str) -> Any:
     log, claims = context.storage.decisions, context.runtimes.claims
     for _ in range(3):
@@ -80,10 +106,7 @@ async def _earlier_answer(context: Context, key: str, fingerprint: str, run_id: 
         if use is None:
             return None  # taken (or taken over): this request answers
         if use.request_hash != fingerprint:
-            raise BadUserInput(
-                "this idempotencyKey was used for a different request",
-                argument="input.idempotencyKey",
-            )
+            raise _reused()
         wait = min(_TWIN_WAIT, claims.lease.total_seconds())
         answer = use.answer or await log.wait_for_answer(key, wait)
         if answer is not None:

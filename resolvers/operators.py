@@ -134,5 +134,6 @@ async def _audit(
             at=context.runtimes.claims.clock(),
             outcome=outcome,
             reason=reason,
+            person=context.person,
         )
     )

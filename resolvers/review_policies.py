@@ -4,14 +4,16 @@ REVIEW_POLICIES (a JSON list) or REVIEW_POLICIES_FILE (a path to one) holds them
 matched by `agentId` and `toolName` (either may be `*`); the first match applies to a
 call. A call no policy matches is decided as ever: any approver in scope, alone.
 
-Reviewers are subjects, as `viewer.subject` spells them, and `group:<name>` for a
-caller's groups (the JWT claim JWT_GROUPS_CLAIM, or an API key's `groups`).
+Reviewers are credentials (`key:<name>`, `jwt:<sub>`: that key, that token's subject),
+people (`person:<name>`: every credential of that person, resolvers/people.py) and
+`group:<name>` for a caller's groups (the JWT claim JWT_GROUPS_CLAIM, or an API key's
+`groups`); names compare folded, groups as written. Any other spelling stops the start.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,7 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-GROUP_PREFIX = "group:"
+from suspended_runs.resolvers.people import GROUP_PREFIX, SUBJECT_PREFIXES, canonical, refusal
+
+_SPELLINGS = (*SUBJECT_PREFIXES, GROUP_PREFIX)
 
 
 class _PolicyText(BaseModel):
@@ -27,6 +31,7 @@ class _PolicyText(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
+    name: str | None = Field(None, min_length=1, max_length=200)
     agentId: str = Field("*", min_length=1)
     toolName: str = Field("*", min_length=1)
     approvals: int = Field(1, ge=1, le=100)
@@ -35,21 +40,36 @@ class _PolicyText(BaseModel):
     escalateAfterSeconds: float | None = Field(None, gt=0)
     escalateTo: list[str] = Field(default_factory=list)
     decisionTimeoutSeconds: float | None = Field(None, gt=0)
+    requireArgsHash: bool | None = None
 
     @model_validator(mode="after")
     def _escalation_whole(self) -> _PolicyText:
         if bool(self.escalateTo) != (self.escalateAfterSeconds is not None):
             raise ValueError("escalateAfterSeconds and escalateTo go together")
         for name in [*(self.reviewers or ()), *self.escalateTo]:
-            if not name.strip() or name == GROUP_PREFIX:
-                raise ValueError(f"{name!r} is not a reviewer: a subject or group:<name>")
+            _check_reviewer(name)
         return self
+
+
+def _check_reviewer(name: str) -> None:
+    """A reviewer is spelt `key:`, `jwt:`, `person:` or `group:`, then a name: a policy
+    naming no one (`token:bob`) would let no one decide, and say nothing of it."""
+    prefix = next((p for p in _SPELLINGS if name.startswith(p)), None)
+    if prefix is None:
+        raise ValueError(
+            f"{name!r} is not a reviewer: key:<name>, jwt:<sub>, person:<name> or group:<name>"
+        )
+    if (why := refusal(name[len(prefix) :])) is not None:
+        raise ValueError(f"reviewer {why}")
 
 
 @dataclass(frozen=True, slots=True)
 class ReviewPolicy:
-    name: str
-    """How messages name it: its place in the list and what it matches."""
+    place: str
+    """Where it is written and what it matches: for start errors and this process's logs,
+    never for callers (it may name a file)."""
+    name: str | None = None
+    """Its `name`, which callers' messages name it by."""
     agent_id: str = "*"
     tool_name: str = "*"
     approvals: int = 1
@@ -59,9 +79,22 @@ class ReviewPolicy:
     escalate_after: timedelta | None = None
     escalate_to: tuple[str, ...] = ()
     decision_timeout: timedelta | None = None
+    require_args_hash: bool | None = None
+    """None: under a quorum, yes."""
 
     def matches(self, agent_id: str, tool_name: str | None) -> bool:
         return self.agent_id in ("*", agent_id) and self.tool_name in ("*", tool_name or "")
+
+    @property
+    def label(self) -> str:
+        """How a caller's message names it: by its `name`, else by its place in no file."""
+        return f"review policy {self.name!r}" if self.name else "a review policy"
+
+    @property
+    def requires_args_hash(self) -> bool:
+        """Whether an approval of edited arguments must say which (expectedArgsHash)."""
+        wanted = self.require_args_hash
+        return wanted if wanted is not None else self.approvals > 1
 
     @property
     def needs_authentication(self) -> bool:
@@ -80,14 +113,18 @@ class ReviewPolicy:
             names += [name for name in self.escalate_to if name not in names]
         return names
 
-    def allows(
-        self, subject: str, groups: Iterable[str], suspended_at: datetime | None, now: datetime
-    ) -> bool:
-        """Whether `subject` (with `groups`) is among the reviewers now."""
+    def allows(self, names: frozenset[str], suspended_at: datetime | None, now: datetime) -> bool:
+        """Whether a caller of these `names` (Principal.names) is among the reviewers now."""
         if self.reviewers is None:
             return True
-        names = set(self.assigned_to(suspended_at, now))
-        return subject in names or any(GROUP_PREFIX + group in names for group in groups)
+        return bool(names & compared(tuple(self.assigned_to(suspended_at, now))))
+
+
+@functools.lru_cache(maxsize=1024)
+def compared(reviewers: tuple[str, ...]) -> frozenset[str]:
+    """Reviewers as a caller's names are compared with them (read for every list that
+    asks `assignedToMe`: folded once)."""
+    return frozenset(canonical(name) for name in reviewers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +176,13 @@ def _policy(item: Any, where: str) -> ReviewPolicy:
     except ValidationError as exc:
         error = exc.errors()[0]
         field = ".".join(str(part) for part in error["loc"])
-        raise ValueError(f"{where}{'.' + field if field else ''}: {error['msg']}") from None
+        message = error["msg"].removeprefix("Value error, ")
+        raise ValueError(f"{where}{'.' + field if field else ''}: {message}") from None
     seconds = text.escalateAfterSeconds
     timeout = text.decisionTimeoutSeconds
     return ReviewPolicy(
-        name=f"{where} (agentId {text.agentId}, toolName {text.toolName})",
+        place=f"{where} (agentId {text.agentId}, toolName {text.toolName})",
+        name=text.name,
         agent_id=text.agentId,
         tool_name=text.toolName,
         approvals=text.approvals,
@@ -152,4 +191,5 @@ def _policy(item: Any, where: str) -> ReviewPolicy:
         escalate_after=timedelta(seconds=seconds) if seconds is not None else None,
         escalate_to=tuple(text.escalateTo),
         decision_timeout=timedelta(seconds=timeout) if timeout is not None else None,
+        require_args_hash=text.requireArgsHash,
     )

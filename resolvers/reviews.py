@@ -1,12 +1,18 @@
 """A decision under review: the call's argsHash, then its review policy, if one matches.
 
 What the approver saw: `expectedArgsHash`, when given, must be the call's argsHash now, or
-nothing is applied (StaleDecision). Then the first policy (resolvers/review_policies.py)
-that matches the run's agent and the call's tool: only its reviewers decide; with
-`forbidSelfApproval` the run's starter does not approve; with `approvals` over 1, each
-approval before the Nth is recorded (storage/approvals.py) and answered
-ApprovalRecorded, and the Nth continues the run through the same claim as any decision.
-`resumeRun` is outside policies (an operator's action).
+nothing is applied (StaleDecision); under a quorum, once the call's arguments were edited,
+an approval must give it (unless the policy says `requireArgsHash: false`). Then the first
+policy (resolvers/review_policies.py) that matches the run's agent and the call's tool:
+only its reviewers decide; with `forbidSelfApproval` the run's starter does not approve;
+with `approvals` over 1, each approval before the Nth is recorded (storage/approvals.py)
+and answered ApprovalRecorded, and the Nth continues the run through the same claim as any
+decision. `resumeRun` is outside policies (an operator's action).
+
+People, not credentials (resolvers/people.py): the starter is compared as a person, and
+approvals are counted once per person, however many keys and tokens that person holds.
+A refusal names the policy by its `name` and lists no reviewer: it tells a caller only
+that they are not among them.
 """
 
 from __future__ import annotations
@@ -56,12 +62,26 @@ async def review(
     if expected_args_hash is not None and expected_args_hash.lower() != current:
         message = f"the arguments of {call_id} changed since they were seen: look again"
         return StaleDecision(entry.run_id, call_id, current, message)
+    if expected_args_hash is None and _edited_unseen(policy, recorded):
+        message = (
+            f"the arguments of {call_id} were edited: approve them with expectedArgsHash, "
+            "their argsHash as you saw it"
+        )
+        return StaleDecision(entry.run_id, call_id, current, message)
     if policy is None or action is Action.RESUME:
         return Proceed()
     refused = _refusal(context, policy, entry, call_id, action, now)
     if refused is not None or not quorum:
         return refused or Proceed()
     return await _count(context, policy, entry, call_id, recorded, model_hash, edited_args, now)
+
+
+def _edited_unseen(policy: ReviewPolicy | None, recorded: CallApprovals | None) -> bool:
+    """Whether an approval must say which arguments it approves: once a quorum's call was
+    edited, an approval by run id alone (a script approving again) may be of arguments
+    its author never saw. `requireArgsHash: false` lets machine approvers go on."""
+    edited = recorded is not None and recorded.edited
+    return edited and policy is not None and policy.requires_args_hash
 
 
 def _refusal(
@@ -72,14 +92,13 @@ def _refusal(
     action: Action,
     now: datetime,
 ) -> DecisionOutcome | None:
-    principal = context.principal
-    if not policy.allows(principal.subject, principal.groups, entry.suspended_at, now):
-        names = ", ".join(policy.assigned_to(entry.suspended_at, now))
-        message = f"{policy.name} names the reviewers of {call_id}: {names}"
+    if not policy.allows(context.principal.names, entry.suspended_at, now):
+        message = f"{policy.label} names other reviewers of {call_id}"
         return NotAReviewer(entry.run_id, call_id, message)
     starter = entry.started_by
-    if action is Action.APPROVE and policy.forbid_self_approval and starter == principal.subject:
-        message = f"{policy.name}: whoever started run {entry.run_id} may not approve it"
+    own = starter is not None and context.is_caller(starter)
+    if action is Action.APPROVE and policy.forbid_self_approval and own:
+        message = f"{policy.label}: whoever started run {entry.run_id} may not approve it"
         return SelfApproval(entry.run_id, call_id, message)
     return None
 
@@ -110,7 +129,7 @@ async def _count(
         after = await approvals.add(
             entry.run_id, call_id, Approval(subject, now, current), model_hash
         )
-        counted = len(after.counted())
+        counted = len(after.counted(context.people.person_of))
     await context.storage.runs.shown_changed()
     if counted < policy.approvals:
         return ApprovalRecorded(entry, call_id, policy.approvals - counted)

@@ -20,6 +20,8 @@ class Caller:
     role: Role | None
     authenticated: bool
     """False on an open server (no API keys and no JWT configured)."""
+    person: str
+    """The person behind the credentials (`person:<name>`, or a key that names none)."""
 
 
 def viewer(context: Context) -> Caller:
@@ -28,4 +30,5 @@ def viewer(context: Context) -> Caller:
         subject=context.actor,
         role=principal.role,
         authenticated=principal.authenticated,
+        person=context.person,
     )

@@ -2,8 +2,9 @@
 
 A webhook is told only of runs its creator may see: its filter is stored with the
 creator's scope. An admin whose scope is not every run sees and manages only the
-webhooks they made; any other caller is `Forbidden`. A new webhook past a cap (per
-creator, per scope, in all: WEBHOOK_MAX_*) is refused as `TooManyWebhooks`.
+webhooks they made (with any credential of theirs: the same person); any other caller is
+`Forbidden`. A new webhook past a cap (per creator, per scope, in all: WEBHOOK_MAX_*) is
+refused as `TooManyWebhooks`.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ async def redeliver(
     if delivery is None or webhook is None or not _manages(context, webhook):
         return WebhookDeliveryNotFound(delivery_id, f"no delivery {delivery_id}")
     if webhook.disabled:
-        message = f"delivery {delivery_id}'s webhook is disabled (its receiver answered 410)"
+        message = f"delivery {delivery_id}'s webhook is disabled: {webhook.disabled_reason}"
         return WebhookDeliveryNotFound(delivery_id, message)
     again = await deliveries.redeliver(delivery_id, datetime.now(UTC))
     if again is None:
@@ -205,7 +206,7 @@ def _admin(context: Context, doing: str) -> Forbidden | None:
 
 
 def _manages(context: Context, webhook: Webhook) -> bool:
-    return context.principal.scope.unrestricted or webhook.created_by == context.actor
+    return context.principal.scope.unrestricted or context.is_caller(webhook.created_by)
 
 
 async def _webhook(

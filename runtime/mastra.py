@@ -23,7 +23,7 @@ import httpx
 from suspended_runs.runtime.claims import ClaimKeeper
 from suspended_runs.runtime.errors import ArgsRejected, NotApplied, OutcomeUncertain
 from suspended_runs.runtime.metrics import MASTRA_ERRORS, MASTRA_SECONDS
-from suspended_runs.runtime.protocol import Capabilities, Continuation
+from suspended_runs.runtime.protocol import ApprovalsOrData, Capabilities, Continuation
 from suspended_runs.storage import Action, Outcome, RunEntry, RunStatus, Runtime, Storage, ToolCall
 
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def _error_text(payload: Any) -> str:
     return str(payload)
 
 
-class MastraRuntime:
+class MastraRuntime(ApprovalsOrData):
     """Continues a claimed Mastra run through its server, and settles where it came to rest."""
 
     kind = Runtime.MASTRA

@@ -52,6 +52,16 @@ MASTRA_SECONDS = Histogram(
     buckets=_LATENCY_BUCKETS,
     registry=REGISTRY,
 )
+GRAPHS_RUNNING = Gauge(
+    "suspended_runs_langgraph_graphs_running",
+    "LangGraph graphs running on their threads now (resumes and starts).",
+    registry=REGISTRY,
+)
+GRAPHS_RUNNING_MOST = Gauge(
+    "suspended_runs_langgraph_graphs_running_most",
+    "The most LangGraph graphs that ran at once since this process started.",
+    registry=REGISTRY,
+)
 MASTRA_ERRORS = Counter(
     "suspended_runs_mastra_call_errors",
     "Decisions sent to Mastra that failed: not_applied (certainly not) or uncertain.",

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from suspended_runs.storage import RunEntry, Runtime, ToolCall
+from suspended_runs.storage import Action, RunEntry, Runtime, ToolCall
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,31 @@ class Continuation:
     """The call whose decision completed the claim."""
 
 
+class ApprovalsOrData:
+    """Which decisions a call takes, and when a run is continued, as Mastra and this
+    server's Python agents have it: a call that waits for approval is approved (edited
+    where the runtime edits arguments) or declined, one that waits for data is resumed."""
+
+    capabilities: Capabilities
+
+    def suspension_mismatch(self, call: ToolCall, action: Action) -> str | None:
+        """Why `call` cannot take `action` (WrongSuspensionKind), or None."""
+        if action is Action.RESUME and call.requires_approval:
+            return f"tool call {call.tool_call_id} waits for approval: approve or decline it"
+        if action is not Action.RESUME and not call.requires_approval:
+            return f"tool call {call.tool_call_id} waits for resume data (suspend()): resume it"
+        return None
+
+    def edits(self, call: ToolCall) -> bool:
+        """Whether an approval of `call` may carry edited arguments."""
+        return self.capabilities.edits_args
+
+    def continues_now(self, decided: RunEntry, tool_call_id: str) -> bool:
+        """Whether the decision just made on `tool_call_id` claims the run and continues it
+        (else it is recorded, and the run waits for its other calls)."""
+        return self.capabilities.continues_each_decision or not decided.pending_calls()
+
+
 class AgentRuntime(Protocol):
     kind: Runtime
     capabilities: Capabilities
@@ -57,6 +82,15 @@ class AgentRuntime(Protocol):
         started_by: str | None = None,
     ) -> RunEntry:
         """Run an agent until it completes or suspends (only with `starts_runs`)."""
+
+    def suspension_mismatch(self, call: ToolCall, action: Action) -> str | None:
+        """Why `call` cannot take `action` (WrongSuspensionKind), or None."""
+
+    def edits(self, call: ToolCall) -> bool:
+        """Whether an approval of `call` may carry edited arguments."""
+
+    def continues_now(self, decided: RunEntry, tool_call_id: str) -> bool:
+        """Whether the decision just made on `tool_call_id` claims the run and continues it."""
 
     def check_resume_data(self, entry: RunEntry, call: ToolCall, data: Any) -> None:
         """Raise ResumeDataRejected for data the suspended call cannot take."""

@@ -31,7 +31,7 @@ from suspended_runs.runtime.errors import (
     ResumeDataRejected,
     SnapshotMissing,
 )
-from suspended_runs.runtime.protocol import Capabilities, Continuation
+from suspended_runs.runtime.protocol import ApprovalsOrData, Capabilities, Continuation
 from suspended_runs.storage import (
     PYTHON_RUN_WORKFLOW,
     Action,
@@ -55,7 +55,7 @@ Messages = list[Any]
 """pydantic-ai's message history as JSON data, as a snapshot keeps it."""
 
 
-class PythonRuntime:
+class PythonRuntime(ApprovalsOrData):
     kind = Runtime.PYTHON
     capabilities = Capabilities(starts_runs=True, continues_each_decision=False, edits_args=True)
 

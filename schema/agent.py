@@ -40,7 +40,11 @@ class DecisionRecord:
     run_id: strawberry.ID
     tool_call_id: str | None
     action: AuditAction
-    decided_by: str
+    decided_by: str = strawberry.field(description="The credential (key:, jwt:) it came with.")
+    person: str = strawberry.field(
+        description="The person behind decidedBy (Viewer.person); in records written before "
+        "people were recorded, read through today's mapping."
+    )
     decided_at: datetime
     reason: str | None
     resume_data: JSON | None
@@ -65,6 +69,7 @@ class DecisionRecord:
             action=AuditAction(record.action),
             edited_args=record.edited_args,
             decided_by=record.by,
+            person=record.person or record.by,
             decided_at=record.at,
             reason=record.reason,
             resume_data=record.resume_data,

@@ -32,8 +32,11 @@ DecisionAction = strawberry.enum(
 
 @strawberry.type(description="An approval recorded before a review policy's quorum.")
 class Approval:
-    by: str
+    by: str = strawberry.field(description="The credential it was made with.")
     at: datetime
+    person: str = strawberry.field(
+        description="The person it counts for (Viewer.person), read through today's mapping."
+    )
 
 
 async def _recorded(
@@ -138,8 +141,9 @@ class AgentRunToolCall:
     @strawberry.field(description="The approvals recorded so far of the arguments as they are.")
     async def approvals(self, info: strawberry.Info[resolvers.Context, Any]) -> list[Approval]:
         recorded = await _recorded(info, self)
-        counted = recorded.counted() if recorded else ()
-        return [Approval(by=a.by, at=a.at) for a in counted]
+        people = info.context.people
+        counted = recorded.counted(people.person_of) if recorded else ()
+        return [Approval(by=a.by, at=a.at, person=people.person_of(a.by)) for a in counted]
 
     @strawberry.field(description="Distinct approvals a review policy asks (1 without one).")
     def approvals_required(self, info: strawberry.Info[resolvers.Context, Any]) -> int:
@@ -151,7 +155,7 @@ class AgentRunToolCall:
         if self.decision is not None:
             return 0
         recorded = await _recorded(info, self)
-        counted = len(recorded.counted()) if recorded else 0
+        counted = len(recorded.counted(info.context.people.person_of)) if recorded else 0
         return max(self.approvals_required(info) - counted, 0)
 
     @strawberry.field(

@@ -10,7 +10,7 @@ from strawberry.extensions.field_extension import AsyncExtensionResolver
 from strawberry.types import Info
 
 from suspended_runs import resolvers
-from suspended_runs.schema import webhooks
+from suspended_runs.schema import webhook_owners, webhooks
 from suspended_runs.schema.filters import SuspendedRunsFilter
 from suspended_runs.schema.inputs import (
     ApproveToolCallInput,
@@ -30,6 +30,7 @@ from suspended_runs.schema.results import (
     ToolCallDecisionResult,
     from_outcome,
 )
+from suspended_runs.schema.webhook_owners import TakeOverWebhookResult
 from suspended_runs.schema.webhooks import (
     CreateWebhookInput,
     CreateWebhookResult,
@@ -161,6 +162,17 @@ class Mutation:
     ) -> RotateWebhookSecretResult:
         outcome = await resolvers.webhooks.rotate_webhook_secret(info.context, input.id)
         return webhooks.shown(outcome)
+
+    @strawberry.mutation(
+        description="Become a webhook's owner: an admin who manages it and holds its scope; "
+        "one disabled because its owner was gone posts again.",
+        extensions=[Charged()],
+    )
+    async def take_over_webhook(
+        self, info: ContextInfo, input: WebhookInput
+    ) -> TakeOverWebhookResult:
+        outcome = await resolvers.webhook_owners.take_over_webhook(info.context, input.id)
+        return webhook_owners.taken_over(outcome)
 
     @strawberry.mutation(
         description="Post a delivery again, from the retry schedule's start (admin).",

@@ -110,7 +110,8 @@ class InvalidArgs(Problem):
 
 
 @strawberry.type(
-    description="This run's runtime takes no edited arguments (Mastra): approve as is."
+    description="This call takes no edited arguments (a Mastra run's, or a LangGraph "
+    "interrupt that allows no edit): approve as is."
 )
 class ArgsNotEditable(Problem):
     run_id: strawberry.ID

@@ -44,7 +44,7 @@ class Subscription:
         with_total = selects(info.selected_fields[0].selections, "total")
         # A feed is evaluated with its first subscriber's context: the key holds all that
         # changes an answer (the operation, its variables, the role, the scope, the groups,
-        # and for `assignedToMe` who asks).
+        # and for `assignedToMe` who asks: credential, person and groups).
         resolvers.require(context.principal, resolvers.Role.VIEWER)
         principal = context.principal
         key = (
@@ -53,7 +53,7 @@ class Subscription:
             principal.role,
             principal.scope,
             principal.groups,
-            principal.subject if run_filter.assigned_to_me else None,
+            principal.names if run_filter.assigned_to_me else None,
         )
 
         async def evaluate() -> SuspendedRunsPage:

@@ -26,7 +26,17 @@ class Viewer:
     authenticated: bool = strawberry.field(
         description="False on an open server (no API keys and no JWT configured)."
     )
+    person: str = strawberry.field(
+        description="The person behind the credentials, as quorums count and four eyes "
+        "compare them: person:<name> (a key's `person`, a token's subject), or key:<name> "
+        "for a key that names none; names folded (case, width, invisible characters)."
+    )
 
     @classmethod
     def from_caller(cls, caller: resolvers.Caller) -> Viewer:
-        return cls(subject=caller.subject, role=caller.role, authenticated=caller.authenticated)
+        return cls(
+            subject=caller.subject,
+            role=caller.role,
+            authenticated=caller.authenticated,
+            person=caller.person,
+        )

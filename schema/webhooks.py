@@ -54,8 +54,18 @@ class Webhook:
     filter: WebhookFilter
     format: WebhookFormat
     description: str | None
-    disabled: bool = strawberry.field(description="Set when its receiver answered 410 Gone.")
-    created_by: str
+    disabled: bool = strawberry.field(
+        description="Set when its receiver answered 410 Gone, or its owner is gone "
+        "(disabledReason says which)."
+    )
+    disabled_reason: str | None = strawberry.field(
+        description="Why it is disabled: a receiver's 410, or an owner whose key is gone, "
+        "who holds admin over its scope no longer, or who presented no admin token for "
+        "WEBHOOK_OWNER_TOKEN_DAYS (takeOverWebhook enables one disabled for its owner)."
+    )
+    created_by: str = strawberry.field(
+        description="Its owner: who made it, or took it over (key:<name>, jwt:<sub>)."
+    )
     created_at: datetime
 
     @classmethod
@@ -75,6 +85,7 @@ class Webhook:
             format=webhook.format,
             description=webhook.description,
             disabled=webhook.disabled,
+            disabled_reason=webhook.disabled_reason if webhook.disabled else None,
             created_by=webhook.created_by,
             created_at=webhook.created_at,
         )

@@ -22,11 +22,12 @@ and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`)
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
 
-`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung` and `--langgraph` print
-only the follower's figures, hostile requests', subscriptions' and traces', webhooks'
-(scripts/webhooks.py), `assignedToMe` lists' beside other shapes (scripts/assigned.py),
-the seconds to a typed answer while the database hangs (scripts/hung.py), and LangGraph
-threads' beside Mastra runs (scripts/threads.py).
+`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung`, `--langgraph` and
+`--slow-bodies` print only the follower's figures, hostile requests', subscriptions' and
+traces', webhooks' (scripts/webhooks.py), `assignedToMe` lists' beside other shapes
+(scripts/assigned.py), the seconds to a typed answer while the database hangs
+(scripts/hung.py), LangGraph threads' beside Mastra runs (scripts/threads.py), and other
+clients' polls beside slow request bodies (scripts/slow_bodies.py).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import assigned, churn, hostile, hung, live, threads, webhooks
+from scripts import assigned, churn, hostile, hung, live, slow_bodies, threads, webhooks
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -512,6 +513,8 @@ def main() -> int:
         return langgraph_main(args)
     if args.hung:
         return hung_main(args)
+    if args.slow_bodies:
+        return slow_bodies_main(args)
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
         log = Path(folder) / "serve.log"
@@ -590,10 +593,20 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument("--langgraph-rates", default="50,200", help="threads/s, comma-separated")
     parser.add_argument("--langgraph-burst", type=int, default=1000, help="threads of a burst")
+    parser.add_argument("--langgraph-concurrent", type=int, default=100, help="decisions at once")
     parser.add_argument("--hostile-agents", type=int, default=300, help="agents, a run each")
     parser.add_argument("--hostile-queries", type=int, default=1000, help="distinct queries")
     parser.add_argument("--hostile-kb", type=int, default=900, help="kB of each query")
     parser.add_argument("--hostile-writes", type=float, default=20, help="writes/s beside polls")
+    parser.add_argument(
+        "--slow-bodies", action="store_true", help="only polls' figures beside slow bodies"
+    )
+    parser.add_argument("--slow-connections", type=int, default=2000, help="slow connections")
+    parser.add_argument("--slow-cap", type=int, default=256, help="MAX_CONNECTIONS_PER_PEER")
+    parser.add_argument("--slow-byte-every", type=float, default=5, help="seconds between bytes")
+    parser.add_argument("--slow-poll-every", type=float, default=0.25, help="seconds between polls")
+    parser.add_argument("--slow-seconds", type=float, default=20, help="seconds of each phase")
+    parser.add_argument("--slow-rounds", type=int, default=3, help="quiet and slow phases each")
     return parser.parse_args()
 
 
@@ -635,6 +648,76 @@ def hostile_main(args: argparse.Namespace) -> int:
     for name, value in rows:
         print(f"| {name} | {value} |")
     return 0
+
+
+def slow_bodies_main(args: argparse.Namespace) -> int:
+    """`--slow-bodies`: pollers' latency and the server's descriptors, quiet and beside
+    slow bodies from one client; with the limits, and with them out of reach."""
+    ulimit = slow_bodies.enough_descriptors(2 * args.slow_connections + 1024)
+    db, agents = "bench_slow_bodies", [_agent(k) for k in range(args.clients)]
+    servers = {
+        f"MAX_CONNECTIONS_PER_PEER={args.slow_cap}": {
+            "MAX_CONNECTIONS_PER_PEER": str(args.slow_cap)
+        },
+        "limits out of reach": slow_bodies.OUT_OF_REACH,
+    }
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        with MongoClient[Document](mongo.uri) as client:
+            insert_runs(client[db][SNAPSHOTS_COLLECTION], copies(1000, AGENTS, START))
+        for name, limits in servers.items():
+            served = serve(mongo.uri, db, log, **limits)
+            try:
+                counts_in_memory(served.url)
+                _say(f"{name}: polls, quiet, then beside {args.slow_connections} slow bodies")
+                rows.append((name, *_slow_bodies_phases(served, agents, args)))
+            finally:
+                served.stop()
+    print(f"\n## Polls beside slow bodies (ulimit -n {ulimit})\n")
+    print(
+        "| server | polls quiet: median / p99 | beside slow bodies | p99 ratio | "
+        "most descriptors, quiet / beside | slow connections held |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    return 0
+
+
+def _slow_bodies_phases(
+    served: Served, agents: list[str], args: argparse.Namespace
+) -> tuple[str, str, str, str, str]:
+    """`--slow-rounds` rounds of a quiet phase and one beside slow bodies: the medians of
+    each kind's median and p99, the most descriptors held, the slow connections held."""
+    pid, every, seconds = served.process.pid, args.slow_poll_every, args.slow_seconds
+
+    def polls() -> list[float]:
+        return slow_bodies.poll(served.url, agents, every, seconds)
+
+    quiet, beside, quiet_fds, beside_fds, held = [], [], 0, 0, []
+    baseline = slow_bodies.descriptors(pid)
+    for _ in range(args.slow_rounds):
+        slow_bodies.settled(pid, baseline)  # the last round's connections closed
+        times, most = slow_bodies.most_descriptors(pid, polls)
+        quiet.append(slow_bodies.figures(times))
+        quiet_fds = max(quiet_fds, most)
+        attack = slow_bodies.SlowBodies(served.port, args.slow_connections, args.slow_byte_every)
+        with attack:
+            time.sleep(2 * args.slow_byte_every)  # every connection tried at least once
+            times, most = slow_bodies.most_descriptors(pid, polls)
+            held.append(attack.waiting.value)
+        beside.append(slow_bodies.figures(times))
+        beside_fds = max(beside_fds, most)
+    q_median, q_p99 = (statistics.median(f[k] for f in quiet) for k in (0, 1))
+    b_median, b_p99 = (statistics.median(f[k] for f in beside) for k in (0, 1))
+    return (
+        f"{q_median:.1f} / {q_p99:.1f} ms",
+        f"{b_median:.1f} / {b_p99:.1f} ms",
+        f"{b_p99 / q_p99:.2f}",
+        f"{quiet_fds} / {beside_fds}",
+        f"{statistics.median(held):,.0f} of {args.slow_connections:,}",
+    )
 
 
 def _ms(seconds: list[float]) -> str:
@@ -866,6 +949,9 @@ def langgraph_main(args: argparse.Namespace) -> int:
         try:
             _say(f"a burst of {args.langgraph_burst} threads while following")
             burst = threads.burst(mongo.uri, env["LANGGRAPH_DB"], served.url, args.langgraph_burst)
+            _say("decisions: one at a time, and at once")
+            env2 = {**env, "LANGGRAPH_GRAPHS": json.dumps(threads.DEMO_GRAPH)}
+            decided = _langgraph_decisions(mongo, args, log, env2)
             paced = [
                 threads.paced(
                     mongo.uri,
@@ -880,7 +966,34 @@ def langgraph_main(args: argparse.Namespace) -> int:
         finally:
             served.stop()
     _print_langgraph(args, sizes, lists, starts, (plain, indexed, burst), paced)
+    _print_decisions(args, decided)
     return 0
+
+
+def _langgraph_decisions(
+    mongo: EmbeddedMongoDB, args: argparse.Namespace, log: Path, env: dict[str, str]
+) -> dict[str, Any]:
+    served = serve(mongo.uri, "bench_lg_decisions", log, **env)
+    try:
+        return threads.decisions(served.url, args.requests, args.langgraph_concurrent)
+    finally:
+        served.stop()
+
+
+def _print_decisions(args: argparse.Namespace, decided: dict[str, Any]) -> None:
+    print("\n## Decisions on LangGraph runs (the approval that answers a batch, to its tools")
+    print("having run; the demo refund agent; embedded MongoDB)\n")
+    print("| figure | p50 / p99 |\n| --- | --- |")
+    rows = [
+        (f"one at a time ({len(decided['one'])})", decided["one"]),
+        (f"{args.langgraph_concurrent} at once", decided["concurrent"]),
+        (f"a Python run's approval, one at a time ({len(decided['python'])})", decided["python"]),
+    ]
+    for name, values in rows:
+        ordered = sorted(values)
+        p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+        print(f"| {name} | {statistics.median(ordered):.0f} / {p99:.0f} ms |")
+    print(f"\nMost graphs that ran at once: {decided['most']} (LANGGRAPH_RESUME_THREADS default 4)")
 
 
 def _langgraph_size(
@@ -1009,7 +1122,9 @@ def churn_main(args: argparse.Namespace) -> int:
         try:
             counts_in_memory(served.url)
             _say(f"a burst of {args.churn_burst} documents while following")
-            applied = churn.burst_rate(mongo.uri, db, served.url, args.churn_burst // per_run)
+            applied, writer, after = churn.burst_rate(
+                mongo.uri, db, served.url, args.churn_burst // per_run
+            )
             steady = []
             for rate in rates:
                 _say(f"churn at {rate} writes/s for {args.churn_seconds:.0f} s")
@@ -1035,6 +1150,8 @@ def churn_main(args: argparse.Namespace) -> int:
         try:
             with httpx.Client(base_url=restarted.url, timeout=60) as client:
                 listed = churn.total(client)
+                sync = client.post("/graphql", json={"query": "{ sync { behindSeconds } }"})
+                behind = sync.json()["data"]["sync"]["behindSeconds"]
         finally:
             restarted.stop()
         _say("a restart with nothing changed")
@@ -1044,6 +1161,8 @@ def churn_main(args: argparse.Namespace) -> int:
         ("database inserts/s (one document at a time, nothing following)", f"{taken:,.0f}"),
         (f"follower changes/s (a burst of {args.churn_burst:,})", f"{applied:,.0f}"),
         ("follower / database", f"{applied / taken:.0%}"),
+        ("the writer's inserts/s during the burst (it shares the cores)", f"{writer:,.0f}"),
+        ("the burst's last run listed after its last insert", f"{after:.2f} s"),
         (
             f"{down * per_run:,} documents written while down: ready after",
             f"{restarted.ready_s:.1f} s",
@@ -1052,6 +1171,7 @@ def churn_main(args: argparse.Namespace) -> int:
             "follower changes/s applying them (documents / seconds to ready)",
             f"{down * per_run / restarted.ready_s:,.0f}",
         ),
+        ("left to apply when ready (sync.behindSeconds)", f"{behind} s"),
         (
             "lists right when ready",
             "yes" if listed == before + down else f"no ({listed:,} of {before + down:,})",

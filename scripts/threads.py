@@ -1,8 +1,9 @@
 """`scripts/bench --langgraph`: LangGraph threads listed beside Mastra's runs.
 
-Threads are written directly, as `MongoDBSaver` writes them (LangGraph's own serializer),
-each an invocation of `CHECKPOINTS` root checkpoints with a write each, interrupted at its
-last by a per-call approval (`{type: "tool_approval", ...}`), over 20 agents (metadata
+Threads are written directly, as `MongoDBSaver` writes them (LangGraph's own serializer):
+each a conversation of `CHECKPOINTS` root checkpoints with a write each, in turns of
+`TURN` (an input, then the agent's steps), interrupted at its last by a per-call approval
+(`{type: "tool_approval", ...}`), over 20 agents (metadata
 `lc_agent_name`) and 200 resources (`user_id`), created one a second as the main bench's
 Mastra runs are: so every list shape asks the same spread of runs of both.
 
@@ -36,6 +37,8 @@ from pymongo.database import Database
 from suspended_runs.storage import Document
 
 CHECKPOINTS = 20
+TURN = 4
+"""Checkpoints of one invocation: its input, a model call, tools, a model call."""
 AGENTS, RESOURCES = 20, 200
 _SERDE = JsonPlusSerializer()
 _UUID_EPOCH = datetime(1582, 10, 15, tzinfo=UTC)
@@ -64,7 +67,7 @@ def thread_docs(
     metadata = {"lc_agent_name": f"agent-{i % AGENTS:02d}", "user_id": f"user-{i % RESOURCES}"}
     checkpoints = []
     for k, cid in enumerate(ids):
-        meta = {"source": "input" if k == 0 else "loop", "step": k - 1, **metadata}
+        meta = {"source": "input" if k % TURN == 0 else "loop", "step": k - 1, **metadata}
         checkpoints.append(
             {
                 "thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": cid,
@@ -80,7 +83,7 @@ def thread_docs(
            "args": {"order": f"A-{i}", "amount": 12.5}, "description": "Refund?"}  # fmt: skip
     interrupt = [Interrupt(value=ask, id=uuid.uuid4().hex)]
     writes.append(_write(thread_id, ids[-1], "__interrupt__", interrupt, -3, "task-ask"))
-    return f"lg:{thread_id}:{ids[0]}", checkpoints, writes
+    return f"lg:{thread_id}:{ids[(length - 1) // TURN * TURN]}", checkpoints, writes
 
 
 def _write(thread_id: str, cid: str, channel: str, value: Any, idx: int, task: str) -> Document:
@@ -234,3 +237,74 @@ def _check(
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+START_RUN = """mutation($agent: ID!, $p: String!) {
+  startRun(input: {agentId: $agent, prompt: $p}) { __typename
+    ... on RunStarted { run { runId status toolCalls { toolCallId } } }
+    ... on Problem { message } } }"""
+APPROVE = """mutation($r: ID!, $c: String) { approveToolCall(input: {runId: $r, toolCallId: $c}) {
+  __typename ... on RunDecided { run { status } } ... on Problem { message } } }"""
+DEMO_GRAPH = {"langgraph-refunds": "suspended_runs.runtime.demo_graphs:refunds"}
+
+
+def _started(client: httpx.Client, agent: str, prompt: str) -> list[str]:
+    """A run started and its every call but the last approved: (run id, last call)."""
+    body = client.post(
+        "/graphql", json={"query": START_RUN, "variables": {"agent": agent, "p": prompt}}
+    )
+    run = body.json()["data"]["startRun"]["run"]
+    calls = [c["toolCallId"] for c in run["toolCalls"]]
+    for call in calls[:-1]:
+        _approve(client, run["runId"], call)
+    return [run["runId"], calls[-1]]
+
+
+def _approve(client: httpx.Client, run_id: str, call: str | None) -> float:
+    """Milliseconds of an approval, through the run's continuation (its tools ran)."""
+    began = time.perf_counter()
+    body = client.post("/graphql", json={"query": APPROVE, "variables": {"r": run_id, "c": call}})
+    answer = body.json()["data"]["approveToolCall"]
+    assert answer["__typename"] == "RunDecided", answer
+    return (time.perf_counter() - began) * 1000
+
+
+def decisions(url: str, single: int, concurrent: int) -> dict[str, Any]:
+    """Decision to the tools having run (the approval that continues a run answers once its
+    continuation rested): LangGraph one at a time and `concurrent` at once, and the demo
+    Python agent's one at a time; the most graphs that ran at once."""
+    with httpx.Client(base_url=url, timeout=300) as client:
+        one = []
+        for i in range(single):
+            run_id, call = _started(client, "langgraph-refunds", f"Refund order A-{i}, 10.00")
+            one.append(_approve(client, run_id, call))
+        waiting = [
+            _started(client, "langgraph-refunds", f"Refund A-{i}") for i in range(concurrent)
+        ]
+        times: list[float] = []
+
+        def approve(run: list[str]) -> None:
+            with httpx.Client(base_url=url, timeout=300) as own:
+                times.append(_approve(own, run[0], run[1]))
+
+        workers = [threading.Thread(target=approve, args=(run,)) for run in waiting]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        python = []
+        for i in range(single):
+            run_id, call = _started(client, "file-cleaner", f"delete /tmp/bench-{i}.txt")
+            python.append(_approve(client, run_id, call))
+        scraped = client.get("/metrics").text
+    most = [
+        line
+        for line in scraped.splitlines()
+        if line.startswith("suspended_runs_langgraph_graphs_running_most")
+    ]
+    return {
+        "one": one,
+        "concurrent": times,
+        "python": python,
+        "most": most[0].split()[-1] if most else "?",
+    }

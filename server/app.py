@@ -24,6 +24,11 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 from suspended_runs.resolvers import LivePages, expire_forever
 from suspended_runs.resolvers.announcements import Announcer
 from suspended_runs.resolvers.context import WebhookRules
+from suspended_runs.resolvers.webhook_owners import (
+    OwnersSeen,
+    recheck_key_owners,
+    watch_owners_forever,
+)
 from suspended_runs.runtime import (
     AgentMap,
     AgentRuntime,
@@ -37,6 +42,7 @@ from suspended_runs.runtime import (
     Runtimes,
     load_agents,
 )
+from suspended_runs.runtime.langgraph_graphs import LangGraphGraphs, load_graphs
 from suspended_runs.runtime.metrics import OperationLabels
 from suspended_runs.runtime.webhooks.deliverer import WebhookDeliverer
 from suspended_runs.schema import (
@@ -88,6 +94,12 @@ def create_app(
         raise ConfigurationError("MONGODB_URI: create_app needs one (the CLI starts one)")
     agents = load_agents(settings.agents)
     _one_runtime_an_agent(settings, agents)
+    graphs = load_graphs(
+        settings.langgraph_graphs,
+        settings.mongodb_uri,
+        settings.langgraph_checkpoints(settings.review_starter_context_key),
+        settings.langgraph_resume_threads,
+    )
     authenticator = _authenticator(settings)
     _warn_of_deprecated(settings)
     manifest = _manifest(settings)
@@ -101,10 +113,12 @@ def create_app(
     app = Starlette(
         routes=_routes(settings, schema, authenticator, ",".join(sorted(agents)), ide=ide),
         middleware=_middleware(settings),
-        lifespan=functools.partial(_lifespan, settings=settings, agents=agents, manifest=manifest),
+        lifespan=functools.partial(
+            _lifespan, settings=settings, agents=agents, graphs=graphs, manifest=manifest
+        ),
     )
     app.state.low_on_space = embedded.low_on_space if embedded else lambda: False
-    app.state.authenticator = authenticator
+    app.state.graphs, app.state.authenticator = graphs, authenticator
     app.state.owned_traces = traces if owned else None
     return app
 
@@ -114,13 +128,14 @@ def _one_runtime_an_agent(settings: Settings, agents: AgentMap) -> None:
     Python agent nor a Mastra one (a decision would reach the wrong runtime's agent)."""
     if settings.langgraph_db is None:
         return
-    agent = settings.langgraph_default_agent
-    for setting, ids in (("AGENTS", agents), ("MASTRA_AGENT_URLS", settings.mastra_agent_urls)):
-        if agent in ids:
-            raise ConfigurationError(
-                f"LANGGRAPH_DEFAULT_AGENT: {agent!r} is also an agent of {setting}: "
-                "one agent id, one runtime"
-            )
+    ours = [("LANGGRAPH_DEFAULT_AGENT", settings.langgraph_default_agent)]
+    ours += [("LANGGRAPH_GRAPHS", agent) for agent in settings.langgraph_graphs]
+    for name, agent in ours:
+        for setting, ids in (("AGENTS", agents), ("MASTRA_AGENT_URLS", settings.mastra_agent_urls)):
+            if agent in ids:
+                raise ConfigurationError(
+                    f"{name}: {agent!r} is also an agent of {setting}: one agent id, one runtime"
+                )
 
 
 def _routes(
@@ -231,24 +246,23 @@ def _middleware(settings: Settings) -> list[Middleware]:
 
 @contextlib.asynccontextmanager
 async def _lifespan(
-    app: Starlette, *, settings: Settings, agents: AgentMap, manifest: dict[str, str]
+    app: Starlette,
+    *,
+    settings: Settings,
+    agents: AgentMap,
+    graphs: LangGraphGraphs,
+    manifest: dict[str, str],
 ) -> AsyncIterator[None]:
     """One MongoDB client, its indexes, the runtimes, and the snapshot follower."""
     instance = _instance_id(settings)
-    storage = _open_storage(settings, instance)
-    await storage.ensure_indexes()
-    if storage.langgraph is not None and settings.creates_langgraph_index(settings.production):
-        await storage.langgraph.ensure_index()
+    storage = await _indexed_storage(settings, instance)
     mastra_client = MastraClient(settings.mastra_servers)
-    runtimes = _runtimes(settings, storage, instance, agents, mastra_client)
+    runtimes = _runtimes(settings, storage, instance, (agents, graphs), mastra_client)
     follower_task = asyncio.create_task(storage.follower.run(), name="snapshot-follower")
     follower_task.add_done_callback(_report_follower_end)
     app.state.storage, app.state.runtimes = storage, runtimes
     app.state.follower_task = follower_task
-    app.state.persisted_queries = PersistedQueries(
-        storage.persisted_queries, only=settings.persisted_queries_only, manifest=manifest
-    )
-    _request_state(app, settings, storage)
+    _request_state(app, settings, storage, manifest)
     tasks = _timed_tasks(
         app,
         settings,
@@ -265,32 +279,51 @@ async def _lifespan(
             app.state.owned_traces.shutdown()  # the last spans exported
         await runtimes.drain(_DRAIN_SECONDS)
         await mastra_client.close()
+        graphs.close()
         follower_task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await follower_task
         await storage.close()
 
 
+async def _indexed_storage(settings: Settings, instance: str) -> Storage:
+    """Storage with its indexes (LangGraph's writes' too, where the start may build it)."""
+    storage = _open_storage(settings, instance)
+    await storage.ensure_indexes()
+    if storage.langgraph is not None and settings.creates_langgraph_index(settings.production):
+        await storage.langgraph.ensure_index()
+    return storage
+
+
 def _runtimes(
     settings: Settings,
     storage: Storage,
     instance: str,
-    agents: AgentMap,
+    agents: tuple[AgentMap, LangGraphGraphs],
     mastra_client: MastraClient,
 ) -> Runtimes:
     """Every runtime of this process, with the claim keeper and background they share."""
     claims = ClaimKeeper(storage.runs, instance, settings.claim_lease)
     background = Background()
+    python, graphs = agents
     by_kind: dict[Runtime, AgentRuntime] = {
-        Runtime.PYTHON: PythonRuntime(agents, storage, claims, background),
+        Runtime.PYTHON: PythonRuntime(python, storage, claims, background),
         Runtime.MASTRA: MastraRuntime(mastra_client, storage, claims),
-        Runtime.LANGGRAPH: LangGraphRuntime(claims),
+        Runtime.LANGGRAPH: LangGraphRuntime(graphs, storage, claims),
     }
     return Runtimes(claims, by_kind, background)
 
 
-def _request_state(app: Starlette, settings: Settings, storage: Storage) -> None:
+def _request_state(
+    app: Starlette, settings: Settings, storage: Storage, manifest: dict[str, str]
+) -> None:
     """What requests read of the app besides storage and runtimes."""
+    app.state.persisted_queries = PersistedQueries(
+        storage.persisted_queries,
+        only=settings.persisted_queries_only,
+        manifest=manifest,
+        per_minute=settings.persisted_queries_per_minute,
+    )
     app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
     app.state.webhook_rules = WebhookRules(
         settings.outbound_rules(settings.production),
@@ -298,6 +331,7 @@ def _request_state(app: Starlette, settings: Settings, storage: Storage) -> None
         settings.webhook_caps,
     )
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
+    app.state.owners_seen = OwnersSeen(storage)
     app.state.connections = Connections()
     app.state.database_deadline = settings.database_deadline_seconds  # for WebSocket operations
 
@@ -319,6 +353,11 @@ def _timed_tasks(
         tasks.append(asyncio.create_task(expire_forever(storage, runtimes, policy), name="expiry"))
     if settings.api_keys_file is not None and settings.api_keys_reload_seconds > 0:
         tasks.append(asyncio.create_task(_reload_keys(app, settings), name="api-key-reload"))
+    authenticator: Authenticator = app.state.authenticator
+    if authenticator.enabled:  # on an open server, everyone may own every webhook
+        idle = timedelta(days=settings.webhook_owner_token_days)
+        owners = watch_owners_forever(storage, authenticator.key_principal, idle)
+        tasks.append(asyncio.create_task(owners, name="webhook-owners"))
     return tasks
 
 
@@ -328,6 +367,7 @@ async def _reload_keys(app: Starlette, settings: Settings) -> None:
 
     async def recheck() -> None:
         await app.state.connections.recheck(authenticator)
+        await recheck_key_owners(app.state.storage, authenticator.key_principal)
 
     await reload_api_keys_forever(
         authenticator, settings.api_keys_file, settings.api_keys_reload_seconds, recheck
@@ -347,6 +387,7 @@ def _open_storage(settings: Settings, instance: str) -> Storage:
         instance=instance,
         follower_lease=timedelta(seconds=settings.follower_lease_seconds),
         persisted_queries_max=settings.persisted_queries_max,
+        persisted_queries_per_scope=settings.persisted_queries_per_scope,
         langgraph=settings.langgraph_checkpoints(settings.review_starter_context_key),
     )
 

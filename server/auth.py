@@ -9,13 +9,17 @@ names a key id it does not hold: keys rotate), with expiry (give or take
 configured, everyone is an anonymous admin (server/app.py warns, or refuses in production).
 
 No key, token or claim value is ever logged or returned: failures name a reason only.
-Subjects are `key:<name>` for an API key (names are unique) and `jwt:<sub>` for a token.
+Subjects are `key:<name>` for an API key (names are unique) and `jwt:<sub>` for a token:
+credentials, never mistaken for each other. Behind each is a person (resolvers/people.py):
+the `person` a key entry names (else the key itself), a token's subject, or whom
+JWT_PERSONS maps that subject to.
 
 API key file:
 
     [{"name": "dashboard-eu", "sha256": "<hex of sha256(key)>", "role": "viewer",
       "resourceIds": ["tenant-eu"], "agentIds": null},
-     {"name": "operator", "sha256": "<hex>", "role": "admin", "scope": "all"}]
+     {"name": "operator", "sha256": "<hex>", "role": "admin", "scope": "all",
+      "person": "alice"}]
 
 Scopes fail closed. A key entry's scope is its `resourceIds` and `agentIds`, or `"scope":
 "all"`; a token's is its `JWT_SCOPE_CLAIM` claim (default `suspended_runs_scope`, apart
@@ -39,6 +43,14 @@ from typing import Any
 import jwt
 
 from suspended_runs.resolvers import OPEN_ACCESS, Principal, Role, Scope
+from suspended_runs.resolvers.people import (
+    KEY_PREFIX,
+    TOKEN_PREFIX,
+    People,
+    key_people,
+    refusal,
+    token_people,
+)
 from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server.errors import Unauthenticated
 
@@ -54,9 +66,6 @@ JWKS_REFETCH_SECONDS = 30.0
 keys), at most this often: made-up key ids do not make this server hammer the issuer."""
 JWKS_LIFESPAN_SECONDS = 300.0
 """How long a fetched JWKS is used before it is fetched again."""
-KEY_SUBJECT, TOKEN_SUBJECT = "key:", "jwt:"
-"""Prefixes of subjects (audit log, idempotency keys): an API key's name and a token's
-subject never name the same caller, whatever a token's `sub` says."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +84,8 @@ class JwtConfig:
     groups_claim: str = "groups"
     leeway: float = 30.0
     """Seconds of clock skew allowed on exp, nbf and iat."""
+    persons: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """JWT_PERSONS: a token's subject -> the person it is (else the subject itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +95,8 @@ class ApiKey:
     role: Role | None
     scope: Scope
     groups: frozenset[str] = frozenset()
+    person: str | None = None
+    """The person who holds it; None: the key is its own person."""
 
 
 def new_api_key() -> tuple[str, str]:
@@ -102,6 +115,7 @@ def load_api_keys(path: Path) -> list[ApiKey]:
                 role=_role(entry.get("role")),
                 scope=_entry_scope(entry),
                 groups=_groups(entry.get("groups", [])),
+                person=_person(entry.get("person")),
             )
             for entry in entries
         ]
@@ -109,6 +123,12 @@ def load_api_keys(path: Path) -> list[ApiKey]:
         raise ConfigurationError(f"API_KEYS_FILE {path}: {type(exc).__name__}: {exc}") from None
     _check_unique(keys, path)
     return keys
+
+
+def _person(value: Any) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError("a key's person is a name")
+    return value
 
 
 def _check_unique(keys: list[ApiKey], path: Path) -> None:
@@ -122,6 +142,10 @@ def _check_unique(keys: list[ApiKey], path: Path) -> None:
     same = sorted({k.name for k in keys if digests.count(k.digest) > 1})
     if same:
         raise ConfigurationError(f"API_KEYS_FILE {path}: these entries hold the same key: {same}")
+    try:
+        key_people((k.name, k.person) for k in keys)
+    except ValueError as exc:
+        raise ConfigurationError(f"API_KEYS_FILE {path}: {exc}") from None
 
 
 class Authenticator:
@@ -129,6 +153,7 @@ class Authenticator:
         """`api_keys` None: no key file is configured. An empty one still needs credentials."""
         self.api_keys = api_keys
         self.jwt = jwt_config
+        self.people = _people(api_keys, jwt_config)
         self.jwks = None
         if jwt_config is not None and jwt_config.jwks_url is not None:
             self.jwks = jwt.PyJWKClient(
@@ -148,6 +173,7 @@ class Authenticator:
             return False
         changed = keys != self.api_keys
         self.api_keys = keys
+        self.people = _people(keys, self.jwt)
         if changed:
             log.info("reloaded API_KEYS_FILE", extra={"keys": len(keys)})
         return changed
@@ -173,12 +199,21 @@ class Authenticator:
         found = [k for k in self.api_keys or [] if hmac.compare_digest(k.digest, digest)]
         if not found:
             raise Unauthenticated("the API key is not valid")
-        key_entry = found[0]
+        return self._key_principal(found[0])
+
+    def key_principal(self, name: str) -> Principal | None:
+        """Who the key named `name` makes a caller now; None: no such key."""
+        found = [k for k in self.api_keys or [] if k.name == name]
+        return self._key_principal(found[0]) if found else None
+
+    def _key_principal(self, key_entry: ApiKey) -> Principal:
+        subject = f"{KEY_PREFIX}{key_entry.name}"
         return Principal(
-            subject=f"{KEY_SUBJECT}{key_entry.name}",
+            subject=subject,
             role=key_entry.role,
             scope=key_entry.scope,
             groups=key_entry.groups,
+            person=self.people.person_of(subject),
         )
 
     async def _by_jwt(self, token: str) -> Principal:
@@ -205,9 +240,13 @@ class Authenticator:
             groups = _groups(claims.get(config.groups_claim, []))
         except TypeError:
             raise Unauthenticated("the token's groups claim is malformed") from None
+        sub = str(claims[config.subject_claim])
+        if refusal(sub) is not None:
+            raise Unauthenticated("the token's subject claim is not a name")
         return Principal(
             groups=groups,
-            subject=f"{TOKEN_SUBJECT}{claims[config.subject_claim]}",
+            subject=f"{TOKEN_PREFIX}{sub}",
+            person=self.people.token_person(sub),
             role=_role(claims.get(config.role_claim)),
             scope=scope,
             expires_at=float(claims["exp"]) + config.leeway,
@@ -243,6 +282,12 @@ async def reload_api_keys_forever(
             seen = stamp
             if authenticator.reload_api_keys(path):
                 await on_change()
+
+
+def _people(api_keys: list[ApiKey] | None, jwt_config: JwtConfig | None) -> People:
+    """Who stands behind the keys and tokens (both checked as they were loaded)."""
+    keys = key_people((k.name, k.person) for k in api_keys or [])
+    return People(keys, token_people(jwt_config.persons) if jwt_config else {})
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

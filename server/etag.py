@@ -110,7 +110,10 @@ class ConditionalGets:
         """The document a GET names by its hash alone (a persisted query), if known."""
         sha = hash_of_request(params.get("extensions"))
         persisted: PersistedQueries = scope["app"].state.persisted_queries
-        return None if sha is None else await persisted.lookup(sha)
+        principal: Principal | None = scope.get("state", {}).get("principal")
+        if sha is None or principal is None:
+            return None
+        return await persisted.lookup(sha, principal.scope)
 
     def _cacheable(self, query: str, operation_name: str | None) -> bool:
         try:
@@ -175,6 +178,7 @@ def _caller(principal: Principal | None) -> list[object]:
         None if resources is None else sorted(resources),
         None if agents is None else sorted(agents),
         sorted(principal.groups),  # what review policies assign a caller by (assignedTo)
+        principal.person,  # and its person, which a reload of the keys may change
     ]
 
 

@@ -12,6 +12,7 @@ one after another when one is a mutation; errors classified as the client may re
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -33,12 +34,12 @@ from suspended_runs.schema import FULL, RETRY_AFTER_SECONDS, UNAVAILABLE, Schema
 from suspended_runs.server import graphiql
 from suspended_runs.server.errors import RequestRefused
 from suspended_runs.server.gates import graphql_error
-from suspended_runs.server.json_body import decode_json_request
+from suspended_runs.server.json_body import RefusedJSON, decode_json_request
 from suspended_runs.server.masking import classified
 from suspended_runs.server.media_types import GRAPHQL_RESPONSE_JSON, JSON, negotiate
 from suspended_runs.server.memory import RequestGarbage
 from suspended_runs.server.persisted_queries import NOT_FOUND, PersistedQueries, not_found
-from suspended_runs.server.websocket import Connection, SubscriptionHandler
+from suspended_runs.server.websocket import Connection, MessageReader, SubscriptionHandler
 
 _MAX_ACTOR = 200
 _CODES = {400: "BAD_REQUEST", 404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 406: "NOT_ACCEPTABLE"}
@@ -49,6 +50,7 @@ class GraphQLApp(GraphQL[Any, None]):
     (a `Connection` per connection, server/websocket.py; the legacy `graphql-ws` is off)."""
 
     graphql_transport_ws_handler_class = SubscriptionHandler
+    websocket_adapter_class = MessageReader
 
     def __init__(
         self,
@@ -88,6 +90,7 @@ class GraphQLApp(GraphQL[Any, None]):
             return Connection(request)  # who it is comes with connection_init
         request.state.sub_response = response  # for process_result's status
         principal: Principal = request.state.principal
+        await request.app.state.owners_seen.presented(principal)
         actor = principal.subject
         if not principal.authenticated:
             # An open server: the caller may name themselves, as a name no key or token
@@ -103,6 +106,7 @@ class GraphQLApp(GraphQL[Any, None]):
             actor=actor or "anonymous",
             live=request.app.state.live,
             webhooks=request.app.state.webhook_rules,
+            people=request.app.state.authenticator.people,
         )
 
     async def on_ws_connect(self, context: Connection) -> None:
@@ -127,6 +131,16 @@ class GraphQLApp(GraphQL[Any, None]):
         (server/memory.py)."""
         self.garbage.received(len(data))
         return decode_json_request(data)
+
+    def parse_json(self, data: str | bytes) -> Any:
+        """As Strawberry's, but JSON refused for what it holds says why (Strawberry calls
+        every refusal unparsable)."""
+        try:
+            return self.decode_json(data)
+        except RefusedJSON as exc:
+            raise HTTPException(400, exc.msg) from None
+        except json.JSONDecodeError:
+            raise HTTPException(400, "Unable to parse request body as JSON") from None
 
     async def parse_http_body(self, request: Any) -> Any:
         """Strawberry checks the types of `query`, `variables` and `extensions` of a single
@@ -163,8 +177,11 @@ class GraphQLApp(GraphQL[Any, None]):
         items = request_data if isinstance(request_data, list) else [request_data]
         request.state.batch = isinstance(request_data, list)
         persisted: PersistedQueries = request.app.state.persisted_queries
+        scope = request.state.principal.scope
         try:
-            resolved = [await persisted.resolve(item.query, item.extensions) for item in items]
+            resolved = [
+                await persisted.resolve(item.query, item.extensions, scope) for item in items
+            ]
         except PyMongoError as exc:
             raise RequestRefused(
                 503, UNAVAILABLE, "the database is unavailable; try again"
@@ -180,7 +197,7 @@ class GraphQLApp(GraphQL[Any, None]):
                 request=request, request_adapter=request_adapter, request_data=item, **kwargs
             )
             if register is not None and item.query is not None and _executed(result):
-                await persisted.register(register, item.query)
+                await persisted.register(register, item.query, scope)
             return result
 
         jobs = [one(item, found.register) for item, found in zip(items, resolved, strict=True)]

@@ -1,16 +1,24 @@
-"""A request's JSON, read without letting a client choose how deep the parser recurses.
+"""A request's JSON, read without letting a client choose how deep the parser recurses,
+and with no text in it that the server cannot write.
 
 Python's JSON decoder recurses once per level of nesting and answers a body nested some
 thousands deep with a RecursionError, which would be the server's failure (a 500) for
 the client's mistake. The depth is counted first, on the body with its strings taken
 out (a regular expression, so in C), and a body deeper than `MAX_JSON_DEPTH` is refused
 as malformed before it is parsed.
+
+JSON may spell a lone surrogate (`"\\ud800"`): valid JSON, but no Unicode character, so
+no UTF-8 encoder (MongoDB's driver, a JSON answer, a log line) can write it, and it would
+fail wherever it went, as the server's error. Every string of a request (keys and values,
+the query's text too) is checked here, at the edge, for both the HTTP body and WebSocket
+messages: the view decodes both with `decode_json_request`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from json import JSONDecodeError
 
 MAX_JSON_DEPTH = 128
 """Levels of arrays and objects in one body: a request (1), its variables (2), and data
@@ -18,6 +26,17 @@ as deep as the JSON that storage keeps (64), with room."""
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+"""Where a surrogate can come from: JSON's escape of one, or text given as a str (bytes
+that decode as UTF-8 hold none)."""
+
+
+class RefusedJSON(JSONDecodeError):
+    """JSON this server does not take: its message is the answer (a 400, `BAD_REQUEST`;
+    over WebSocket a 4400 close). Strawberry reads it as the JSONDecodeError it is."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, "", 0)
 
 
 def depth(text: str) -> int:
@@ -30,23 +49,27 @@ def depth(text: str) -> int:
 
 
 def decode_json_request(data: str | bytes) -> dict[str, object] | list[dict[str, object]]:
-    """The JSON object in `data`, or the array of objects of a batch. Anything else (not
-    UTF-8, not JSON, too deep, a value that is neither) raises JSONDecodeError, which
-    Strawberry answers with a 400."""
+    """The JSON object in `data`, or the array of objects of a batch. Anything else raises
+    JSONDecodeError, answered with a 400: RefusedJSON, saying why, for what parses but
+    is refused (not UTF-8, too deep, a lone surrogate, a value that is neither)."""
     value = _decode(data)
-    if isinstance(value, list) and all(isinstance(item, dict) for item in value):
+    if isinstance(value, list):
+        if any(isinstance(item, list) for item in value):
+            raise RefusedJSON("a batch holds operations, not arrays")
+        if not all(isinstance(item, dict) for item in value):
+            raise RefusedJSON("a batch holds operations (JSON objects)")
         return value
     if not isinstance(value, dict):
-        raise _malformed("the request body is not a JSON object or an array of them")
+        raise RefusedJSON("the request body is not a JSON object or an array of them")
     return value
 
 
 def decode_json_object(data: str | bytes) -> dict[str, object]:
-    """The JSON object in `data`. Anything else (not UTF-8, not JSON, too deep, a value
-    that is not an object) raises JSONDecodeError, which Strawberry answers with a 400."""
+    """The JSON object in `data`. Anything else (not UTF-8, not JSON, too deep, a lone
+    surrogate, a value that is not an object) raises JSONDecodeError."""
     value = _decode(data)
     if not isinstance(value, dict):
-        raise _malformed("the request body is not a JSON object")
+        raise RefusedJSON("the request body is not a JSON object")
     return value
 
 
@@ -55,11 +78,20 @@ def _decode(data: str | bytes) -> object:
         try:
             data = data.decode()
         except UnicodeDecodeError:
-            raise _malformed("the request body is not UTF-8") from None
+            raise RefusedJSON("the request body is not UTF-8") from None
     if depth(data) > MAX_JSON_DEPTH:
-        raise _malformed(f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels")
-    return json.loads(data)
+        raise RefusedJSON(f"the JSON is nested deeper than {MAX_JSON_DEPTH} levels")
+    value = json.loads(data)
+    if _SURROGATE.search(data) and not encodable(value):
+        raise RefusedJSON("a string holds a lone surrogate (\\ud800 to \\udfff): no text")
+    return value
 
 
-def _malformed(reason: str) -> json.JSONDecodeError:
-    return json.JSONDecodeError(reason, "", 0)
+def encodable(value: object) -> bool:
+    """Whether every string in `value` (a decoded JSON value, keys too) is Unicode that
+    UTF-8 can encode: no lone surrogate."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -31,6 +31,13 @@ class LangGraphSettings(BaseModel):
     langgraph_walk_limit: int = Field(
         200, ge=1, description="Most checkpoints followed back to an invocation's input."
     )
+    langgraph_graphs: dict[str, str] = Field(
+        default_factory=dict,
+        description="JSON: agent id -> package.module:factory, factory(checkpointer) -> graph.",
+    )
+    langgraph_resume_threads: int = Field(
+        4, ge=1, le=64, description="Threads LangGraph graphs run on (the saver is synchronous)."
+    )
 
     def creates_langgraph_index(self, production: bool) -> bool:
         """Whether a start builds the index on the writes (LANGGRAPH_CREATE_INDEX, else

@@ -8,12 +8,18 @@ Server does), and Apollo Client then sends the query with it. With
 `PERSISTED_QUERIES_ONLY=true` (trusted documents) only the operations of
 `PERSISTED_QUERIES_FILE` run, by hash or by their exact text, and nothing is registered.
 
-The inbox's own operations (server/static/persisted-operations.json) are always allowed,
-so the page works in both modes.
+Registered documents belong to the caller's scope (storage/persisted_queries.py): a hash
+is known to a caller only when a caller of the same scope registered it, so no tenant
+learns whether another sent a document, and each scope registers at most
+`PERSISTED_QUERIES_PER_MINUTE` new documents a minute on an instance (beyond it a query
+still runs, unregistered), so none fills the collection with writes. The manifests (the
+inbox's own, server/static/persisted-operations.json, and `PERSISTED_QUERIES_FILE`) are
+everyone's, and always allowed, so the inbox works in both modes.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -27,6 +33,7 @@ from typing import Any
 from graphql import GraphQLError
 from pymongo.errors import PyMongoError
 
+from suspended_runs.resolvers import Scope
 from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server.errors import RequestRefused
 from suspended_runs.storage import PersistedQueryStore
@@ -40,6 +47,8 @@ KEPT_IN_MEMORY = 1000
 """Documents an instance keeps after reading them by hash (a hash's document never changes)."""
 TOUCH_SECONDS = 60.0
 """How seldom an instance tells MongoDB that a document it keeps is still in use."""
+SCOPES_RATED = 10_000
+"""Scopes whose registrations an instance counts (the least recently seen are forgotten)."""
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
@@ -63,17 +72,27 @@ class Resolved:
 
 
 class PersistedQueries:
-    def __init__(self, store: PersistedQueryStore, *, only: bool, manifest: dict[str, str]) -> None:
+    def __init__(
+        self,
+        store: PersistedQueryStore,
+        *,
+        only: bool,
+        manifest: dict[str, str],
+        per_minute: int = 60,
+    ) -> None:
         self.store, self.only = store, only
         self.allowed = {**manifest, **load_manifest(INBOX_MANIFEST)}
         """Hash -> document of every operation of the manifests (trusted in both modes)."""
-        self._kept: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        """Hash -> (document, when MongoDB was last told of its use)."""
+        self._kept: OrderedDict[tuple[str, str], tuple[str, float]] = OrderedDict()
+        """(scope, hash) -> (document, when MongoDB was last told of its use)."""
+        self._rate = Registrations(per_minute)
 
-    async def resolve(self, query: str | None, extensions: dict[str, Any] | None) -> Resolved:
-        """The document a request runs. Raises RequestRefused (400) for a malformed
-        `persistedQuery`, a query that does not hash to its hash, and, with trusted
-        documents, a document that is not one of them."""
+    async def resolve(
+        self, query: str | None, extensions: dict[str, Any] | None, scope: Scope
+    ) -> Resolved:
+        """The document a request of a caller of `scope` runs. Raises RequestRefused
+        (400) for a malformed `persistedQuery`, a query that does not hash to its hash,
+        and, with trusted documents, a document that is not one of them."""
         persisted = (extensions or {}).get("persistedQuery")
         if persisted is None:
             if self.only and query is not None and sha256(query) not in self.allowed:
@@ -90,46 +109,85 @@ class PersistedQueries:
             if self.only and sha not in self.allowed:
                 raise _not_allowed()
             return Resolved(query, None if self.only or sha in self.allowed else sha)
-        query = await self.lookup(sha)
+        query = await self.lookup(sha, scope)
         if query is None and self.only:
             raise _not_allowed()
         return Resolved(query)
 
-    async def lookup(self, sha: str) -> str | None:
-        """The document registered under `sha`, or None."""
+    async def lookup(self, sha: str, scope: Scope) -> str | None:
+        """The document of the manifests, or registered by `scope`, under `sha`; or None."""
         if sha in self.allowed:
             return self.allowed[sha]
         if self.only:
             return None
-        kept = self._kept.get(sha)
+        key = (scope_key(scope), sha)
+        kept = self._kept.get(key)
         now = time.monotonic()
         if kept is not None:
-            self._kept.move_to_end(sha)
+            self._kept.move_to_end(key)
             if now - kept[1] > TOUCH_SECONDS:
-                self._keep(sha, kept[0], now)
-                await self.store.touch(sha)
+                self._keep(key, kept[0], now)
+                await self.store.touch(*key)
             return kept[0]
-        query = await self.store.get(sha)
+        query = await self.store.get(*key)
         if query is not None and sha256(query) == sha:
-            self._keep(sha, query, now)
+            self._keep(key, query, now)
             return query
         return None
 
-    async def register(self, sha: str, query: str) -> None:
-        """Keeps `query` (which ran, so its caller may send it) under `sha`; a database
-        failure here loses only the registration, which the client's next try repeats."""
+    async def register(self, sha: str, query: str, scope: Scope) -> None:
+        """Keeps `query` (which ran, so its caller may send it) under `sha` for `scope`,
+        unless that scope is over its rate; a database failure here loses only the
+        registration, which the client's next try repeats."""
+        key = (scope_key(scope), sha)
+        if key in self._kept or not self._rate.take(key[0]):
+            return
         try:
-            await self.store.put(sha, query)
+            await self.store.put(*key, query)
         except PyMongoError:
             log.warning("could not register a persisted query", exc_info=True)
             return
-        self._keep(sha, query, time.monotonic())
+        self._keep(key, query, time.monotonic())
 
-    def _keep(self, sha: str, query: str, touched: float) -> None:
-        self._kept[sha] = (query, touched)
-        self._kept.move_to_end(sha)
+    def _keep(self, key: tuple[str, str], query: str, touched: float) -> None:
+        self._kept[key] = (query, touched)
+        self._kept.move_to_end(key)
         while len(self._kept) > KEPT_IN_MEMORY:
             self._kept.popitem(last=False)
+
+
+class Registrations:
+    """How many documents each scope may register now: `per_minute` at once, and again
+    as the minute passes (a token bucket per scope, on this instance)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        """Scope -> (registrations it may make, when that was counted)."""
+
+    def take(self, scope: str) -> bool:
+        """Whether `scope` may register one more now (and counts it if so)."""
+        now = time.monotonic()
+        tokens, counted = self._buckets.pop(scope, (float(self.per_minute), now))
+        tokens = min(float(self.per_minute), tokens + (now - counted) * self.per_minute / 60)
+        allowed = tokens >= 1
+        self._buckets[scope] = (tokens - 1 if allowed else tokens, now)
+        while len(self._buckets) > SCOPES_RATED:
+            self._buckets.popitem(last=False)
+        return allowed
+
+
+@functools.lru_cache(maxsize=1024)
+def scope_key(scope: Scope) -> str:
+    """`scope` as the text persisted queries are kept under: `all`, or a digest of its
+    resource and agent ids (order and repeats aside)."""
+    if scope.unrestricted:
+        return "all"
+    parts = {
+        "agentIds": None if scope.agent_ids is None else sorted(scope.agent_ids),
+        "resourceIds": None if scope.resource_ids is None else sorted(scope.resource_ids),
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 
 def hash_of_request(extensions: object) -> str | None:

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import ipaddress
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
-from pydantic import (
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from suspended_runs.resolvers import DecisionPolicy, RequestLimits
@@ -21,16 +14,17 @@ from suspended_runs.resolvers.review_policies import ReviewPolicies
 from suspended_runs.runtime import ConfigurationError, MastraServers
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
+from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopback
 from suspended_runs.server.langgraph_settings import LangGraphSettings
+from suspended_runs.server.peers import Proxies
+from suspended_runs.server.people_settings import PeopleSettings
 from suspended_runs.server.webhook_settings import WebhookSettings
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
-"""The Host names served by default when serving on a loopback address."""
 
 
-class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
+class Settings(BaseSettings, LangGraphSettings, PeopleSettings, WebhookSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     host: str = "127.0.0.1"
@@ -111,6 +105,12 @@ class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
     persisted_queries_max: int = Field(
         10_000, ge=1, description="Automatic persisted queries kept (least recently used go)."
     )
+    persisted_queries_per_scope: int = Field(
+        1_000, ge=1, description="Of those, kept for one scope's callers (the same way)."
+    )
+    persisted_queries_per_minute: int = Field(
+        60, ge=1, description="New documents one scope may register a minute, per instance."
+    )
     persisted_queries_only: bool = Field(
         False, description="Trusted documents: run only those in PERSISTED_QUERIES_FILE."
     )
@@ -127,6 +127,21 @@ class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
     max_request_bytes: int = Field(1_048_576, ge=1024)
     header_timeout_seconds: float = Field(
         10.0, gt=0, description="A request's headers must arrive within this (else 408)."
+    )
+    body_timeout_seconds: float = Field(
+        30.0, gt=0, description="A request's body must arrive within this of its headers."
+    )
+    body_min_bytes_per_second: float = Field(
+        1024.0, ge=0, description="A body's least average rate, after its first second."
+    )
+    max_connections_per_peer: int = Field(
+        256, ge=1, description="Open connections (HTTP, WebSocket) from one address."
+    )
+    max_connections: int | None = Field(
+        None, ge=1, description="Open connections in all; unset: 3/4 of the descriptor limit."
+    )
+    forwarded_allow_ips: str = Field(
+        "", description="Comma-separated proxies (IPs, CIDRs, *) whose X-Forwarded-For is read."
     )
     database_deadline_seconds: float = Field(
         5.0, gt=0, description="A request's wait for the database (else DATABASE_UNAVAILABLE)."
@@ -166,6 +181,8 @@ class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
     @field_validator("mongodb_uri", mode="before")
     @classmethod
     def _unset_when_empty(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() and not value.startswith("mongodb"):
+            raise ValueError("must start with mongodb:// or mongodb+srv://")  # not a long wait
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("decision_timeouts")
@@ -179,7 +196,13 @@ class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
     @classmethod
     def _host_patterns(cls, value: str) -> str:
         for pattern in _split(value):
-            _host_pattern(pattern)
+            host_pattern(pattern)
+        return value
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _proxies(cls, value: str) -> str:
+        Proxies.parse(value)
         return value
 
     @field_validator("jwt_jwks_url")
@@ -237,10 +260,10 @@ class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
     def allowed_host_list(self) -> list[str] | None:
         """The Host names served: ALLOWED_HOSTS; unset, the loopback names when serving on
         a loopback address; else None (create_app refuses it in production)."""
-        given = [_host_pattern(pattern) for pattern in _split(self.allowed_hosts)]
+        given = [host_pattern(pattern) for pattern in _split(self.allowed_hosts)]
         if given:
             return given
-        return list(LOOPBACK_HOSTS) if _is_loopback(self.host) else None
+        return list(LOOPBACK_HOSTS) if is_loopback(self.host) else None
 
     @property
     def jwt_config(self) -> JwtConfig | None:
@@ -259,6 +282,7 @@ class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
             scope_claim=self.jwt_scope_claim,
             groups_claim=self.jwt_groups_claim,
             leeway=self.jwt_leeway_seconds,
+            persons=self.jwt_persons,
         )
 
     @property
@@ -312,28 +336,6 @@ class Settings(BaseSettings, LangGraphSettings, WebhookSettings):
 
 def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _host_pattern(pattern: str) -> str:
-    """A Host name as Starlette's TrustedHostMiddleware compares it: lower case, no port,
-    an IPv6 address in brackets, a wildcard only as `*` or a leading `*.`."""
-    pattern = pattern.lower()
-    try:
-        return f"[{ipaddress.IPv6Address(pattern.strip('[]'))}]"
-    except ValueError:
-        pass
-    if ":" in pattern:
-        raise ValueError(f"{pattern!r}: name hosts without a port")
-    if pattern != "*" and "*" in pattern.removeprefix("*."):
-        raise ValueError(f"{pattern!r}: a wildcard is * or a leading *. (*.example.com)")
-    return pattern
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host.lower() == "localhost"
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -7,7 +7,8 @@ passes) before anything else. A connection lives no longer than its credentials:
 `exp` closes it with 4401 when it passes, a key revoked (or re-scoped) in API_KEYS_FILE
 at the next reload. Every operation gets a context of its own (a fresh budget), its first
 answer the request's deadline on its database work (server/deadlines.py), and its errors
-are masked as over HTTP.
+are masked as over HTTP. A message is read as a request body is (server/json_body.py):
+one this server refuses (a lone surrogate, say) closes the connection with 4400 and why.
 """
 
 from __future__ import annotations
@@ -15,12 +16,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from graphql import GraphQLError
 from starlette.websockets import WebSocket, WebSocketState
+from strawberry.asgi import ASGIWebSocketAdapter
 from strawberry.exceptions import ConnectionRejectionError
+from strawberry.http.exceptions import NonJsonMessageReceived
 from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
     BaseGraphQLTransportWSHandler,
     Operation,
@@ -32,6 +35,7 @@ from suspended_runs.resolvers import Context, Principal, RequestBudget
 from suspended_runs.server.auth import API_KEY_HEADER, Authenticator
 from suspended_runs.server.deadlines import first_answer
 from suspended_runs.server.errors import RequestRefused, Unauthenticated
+from suspended_runs.server.json_body import RefusedJSON
 from suspended_runs.server.masking import classified
 from suspended_runs.server.persisted_queries import PersistedQueries
 
@@ -39,6 +43,8 @@ log = logging.getLogger(__name__)
 
 UNAUTHORIZED = 4401
 """graphql-transport-ws: the credentials ended (expired, revoked); connect again."""
+BAD_MESSAGE = 4400
+"""graphql-transport-ws: a message the server cannot take."""
 
 
 class Connection:
@@ -62,6 +68,7 @@ class Connection:
             log.warning("refused a WebSocket connection", extra={"reason": str(exc)})
             raise ConnectionRejectionError() from None
         self.principal, self.credentials = principal, credentials
+        await self.websocket.app.state.owners_seen.presented(principal)
         if principal.expires_at is not None:
             delay = max(0.0, principal.expires_at - time.time())
             self._expiry = asyncio.get_running_loop().call_later(
@@ -81,6 +88,7 @@ class Connection:
             budget=RequestBudget(state.limits),
             live=state.live,
             webhooks=state.webhook_rules,
+            people=state.authenticator.people,
         )
 
     @property
@@ -139,6 +147,24 @@ def _credentials(params: Mapping[str, object]) -> dict[str, str]:
     return {**credentials, **({API_KEY_HEADER: api_key} if api_key else {})}
 
 
+class MessageReader(ASGIWebSocketAdapter):
+    """Strawberry's reader of a connection's messages, which calls every message the view
+    refuses invalid JSON: one refused for what it holds closes the connection saying why."""
+
+    async def iter_json(
+        self, *, ignore_parsing_errors: bool = False
+    ) -> AsyncGenerator[object, None]:
+        messages = super().iter_json(ignore_parsing_errors=ignore_parsing_errors)
+        try:
+            async for message in messages:
+                yield message
+        except NonJsonMessageReceived as exc:
+            if not isinstance(exc.__cause__, RefusedJSON):
+                raise
+            log.info("closed a WebSocket connection", extra={"reason": exc.__cause__.msg})
+            await self.close(BAD_MESSAGE, exc.__cause__.msg)
+
+
 class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
     """Strawberry's graphql-transport-ws handler, with an operation context per operation,
     errors masked, and messages of the wrong shape closing the connection (4400)."""
@@ -191,9 +217,11 @@ class SubscriptionHandler(BaseGraphQLTransportWSHandler[Any, None]):
     async def _trusted(self, operation: Operation[Any, None]) -> bool:
         """With PERSISTED_QUERIES_ONLY, whether the document is a trusted one (else its
         refusal is sent): a connection runs no document of a caller's own either."""
-        persisted: PersistedQueries = self.context.websocket.app.state.persisted_queries
+        connection: Connection = self.context
+        persisted: PersistedQueries = connection.websocket.app.state.persisted_queries
+        assert connection.principal is not None, "operations run only after connection_ack"
         try:
-            await persisted.resolve(operation.query, None)
+            await persisted.resolve(operation.query, None, connection.principal.scope)
         except RequestRefused as exc:
             error = GraphQLError(exc.reason, extensions={"code": exc.code})
             await operation.send_initial_errors([error])

@@ -2,15 +2,17 @@
 
 A collection of its own, not fields of the run index: a rebuild of the index, or a Mastra
 snapshot written again, keeps them. One document per pending call; an approval is added
-by one conditional update, so the same person approving twice (or twice at once) is
-counted once. Arguments an approver edited under a quorum replace the model's here, and
-void what was approved before.
+by one conditional update, so the same credential approving twice (or twice at once) is
+recorded once. An approval records the credential (`by`); who the person behind it is,
+is read when they are counted, so that one person's keys and tokens count once.
+Arguments an approver edited under a quorum replace the model's here, and void what was
+approved before.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -45,13 +47,15 @@ class CallApprovals:
     args: Any = None
     """The edited arguments (when `edited`)."""
 
-    def counted(self) -> tuple[Approval, ...]:
-        """The approvals of the arguments as they are now, each person once."""
+    def counted(self, person_of: Callable[[str], str]) -> tuple[Approval, ...]:
+        """The approvals of the arguments as they are now, each person once (`person_of`
+        tells the person behind a credential)."""
         seen: set[str] = set()
         kept = []
         for approval in self.approvals:
-            if approval.args_hash == self.args_hash and approval.by not in seen:
-                seen.add(approval.by)
+            person = person_of(approval.by)
+            if approval.args_hash == self.args_hash and person not in seen:
+                seen.add(person)
                 kept.append(approval)
         return tuple(kept)
 

@@ -79,6 +79,7 @@ class Storage:
         instance: str | None = None,
         follower_lease: timedelta = timedelta(seconds=5),
         persisted_queries_max: int = 10_000,
+        persisted_queries_per_scope: int = 1_000,
         langgraph: LangGraphCheckpoints | None = None,
     ) -> Storage:
         """`instance` names this process in the follower lease; `langgraph`: a saver's."""
@@ -91,13 +92,12 @@ class Storage:
             poll_interval=poll_interval, poll_overlap=poll_overlap)  # fmt: skip
         runs.claims.outbox = follower.changes.outbox = outbox
         snapshots = db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
-        queries = PersistedQueryStore(db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max)
+        queries = PersistedQueryStore(
+            db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max, persisted_queries_per_scope
+        )
         state = db[FOLLOWER_STATE_COLLECTION]  # also counts admins' changes to webhooks
         return cls(
-            client=client,
-            db=db,
-            runs=runs,
-            follower=follower,
+            client=client, db=db, runs=runs, follower=follower,
             python_snapshots=PythonSnapshots(snapshots),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
             persisted_queries=queries,
@@ -106,7 +106,7 @@ class Storage:
             deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention, state),
             approvals=ApprovalStore(db[APPROVALS_COLLECTION], retention),
             langgraph=threads,
-        )
+        )  # fmt: skip
 
     async def ensure_indexes(self) -> None:
         await self.runs.ensure_indexes()

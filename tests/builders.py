@@ -3,15 +3,19 @@ requests that carry them. One place, so no test module imports another's helpers
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 import jwt
 from pydantic import SecretStr
 
+from suspended_runs.server.auth import new_api_key
 from suspended_runs.storage import (
     Action,
     Decision,
@@ -81,6 +85,20 @@ KEYS: list[dict[str, Any]] = [
     {"name": "approver-agent", "role": "viewer", "agentIds": ["approver"]},
 ]
 """The tenants' API keys: name, role and scope of each."""
+
+
+def key_file(
+    path: Path, entries: list[dict[str, Any]], kept: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Write an API_KEYS_FILE of `entries` (scope "all" unless they say), each with the
+    key `kept` holds for its name, else a new one; the keys, by name."""
+    keys, written = dict(kept or {}), []
+    for entry in entries:
+        key = keys.setdefault(entry["name"], new_api_key()[0])
+        digest = hashlib.sha256(key.encode()).hexdigest()
+        written.append({"scope": "all", **entry, "sha256": digest})
+    path.write_text(json.dumps(written))
+    return keys
 
 
 def token(key: Any = SECRET, algorithm: str = "HS256", **claims: Any) -> str:

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from suspended_runs.server import EmbeddedMongoDB, Settings, create_app
 from suspended_runs.server.app import DiskWatch
 from suspended_runs.server.embedded_mongodb import free_port
-from suspended_runs.server.http_protocol import with_header_timeout
+from suspended_runs.server.http_protocol import uvicorn_options
 from suspended_runs.storage import Document
 
 ROOT = Path(__file__).parent.parent
@@ -319,12 +319,7 @@ class ThreadedServer:
 
     def __init__(self, settings: Settings) -> None:
         config = uvicorn.Config(
-            create_app(settings),
-            host="127.0.0.1",
-            port=free_port(),
-            log_config=None,
-            access_log=False,
-            http=with_header_timeout(settings.header_timeout_seconds),
+            create_app(settings), host="127.0.0.1", port=free_port(), **uvicorn_options(settings)
         )
         self.server = uvicorn.Server(config)
         self.url = f"http://127.0.0.1:{config.port}"
@@ -370,3 +365,62 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+AGENT_RUNS = """query($agent: ID) { suspendedRuns(filter: {agentId: $agent}) { total runs {
+  runId agentId runtime status threadId resourceId createdAt suspendedAt problems
+  continuable notContinuableReason startedBy
+  toolCalls { toolCallId toolName args requiresApproval suspendPayload } } } }"""
+"""An agent's suspended runs, with what a run of any runtime shows."""
+
+
+async def agent_runs(
+    gql: Gql, agent: str, count: int = 1, within: float = 5.0
+) -> list[dict[str, Any]]:
+    """The suspended runs of `agent` once `count` are listed."""
+    found: list[dict[str, Any]] = []
+
+    async def check() -> bool:
+        nonlocal found
+        body = await gql(AGENT_RUNS, {"agent": agent})
+        assert "errors" not in body, body
+        found = body["data"]["suspendedRuns"]["runs"]
+        return bool(len(found) == count)
+
+    await eventually(check, within=within)
+    return found
+
+
+COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command, on a free port unless `env` names one: a `scripts/serve` on 8000 in
+    another terminal changes no test."""
+    return subprocess.run(
+        [*COMMAND, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PORT": str(free_port()), **(env or {})},
+        check=False,
+    )
+
+
+UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
+"""A MONGODB_URI where no MongoDB answers, and says so at once."""
+
+
+def run_away(*args: str | Path, stderr: bool = False) -> str:
+    """Run a command away from this checkout, whose folders would otherwise be importable;
+    its output (with `stderr`, its errors' too)."""
+    result = subprocess.run(
+        [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=Path(args[0]).parent,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + (result.stderr if stderr else "")

@@ -8,52 +8,78 @@ in-process goes on serving meanwhile.
 
 from __future__ import annotations
 
+import json
+import os
+import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.mongodb import MongoDBSaver
+from langgraph.config import get_config
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Command, interrupt
 from typing_extensions import TypedDict
 
 RAN: list[tuple[str, dict[str, Any]]] = []
-"""Every tool call that ran, in this process: (tool, arguments)."""
+"""Every tool call that ran in this process: (tool, arguments); with TOOLS_RAN_FILE set,
+also a JSON line each in that file (a server in a process of its own)."""
+
+
+def ran(name: str, args: dict[str, Any]) -> None:
+    RAN.append((name, args))
+    if path := os.environ.get("TOOLS_RAN_FILE"):
+        thread_id = get_config().get("configurable", {}).get("thread_id")
+        with Path(path).open("a") as out:
+            out.write(json.dumps({"tool": name, "args": args, "thread": thread_id}) + "\n")
 
 
 @tool
 def issue_refund(order: str, amount: float) -> str:
-    """Refund an order (a test tool: records that it ran, nothing else)."""
-    RAN.append(("issue_refund", {"order": order, "amount": amount}))
+    """Refund an order (a test tool: records that it ran, nothing else; TOOL_SECONDS slow)."""
+    time.sleep(float(os.environ.get("TOOL_SECONDS", "0")))
+    ran("issue_refund", {"order": order, "amount": amount})
     return f"refunded {amount} on {order}"
 
 
 @tool
 def send_email(to: str, body: str) -> str:
     """Send an email (a test tool: records that it ran, nothing else)."""
-    RAN.append(("send_email", {"to": to, "body": body}))
+    ran("send_email", {"to": to, "body": body})
     return "sent"
 
 
-class ScriptedModel(GenericFakeChatModel):
-    """A chat model that answers from a script: tools are bound by being ignored."""
+class ScriptedModel(BaseChatModel):
+    """A chat model with a script, for any number of runs: a person's message is answered
+    with a refund and an email (new call ids each time), anything else with "done"."""
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedModel:
         return self
 
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
 
-def refund_script() -> Iterator[BaseMessage]:
-    """The model asks for a refund and an email, then says it is done."""
-    calls = [
-        {"name": "issue_refund", "args": {"order": "A-1", "amount": 12.5}, "id": "call_refund"},
-        {"name": "send_email", "args": {"to": "a@example.com", "body": "hi"}, "id": "call_email"},
-    ]
-    return iter([AIMessage(content="", tool_calls=calls), AIMessage(content="done")])
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        if isinstance(messages[-1], HumanMessage):
+            n = uuid.uuid4().hex[:6]
+            refund = {"order": "A-1", "amount": 12.5}
+            email = {"to": "a@example.com", "body": "hi"}
+            calls = [
+                {"name": "issue_refund", "args": refund, "id": f"call_refund_{n}"},
+                {"name": "send_email", "args": email, "id": f"call_email_{n}"},
+            ]
+            answer = AIMessage(content="", tool_calls=calls)
+        else:
+            answer = AIMessage(content="done")
+        return ChatResult(generations=[ChatGeneration(message=answer)])
 
 
 def refund_agent(
@@ -69,7 +95,7 @@ def refund_agent(
         interrupt_on=gates, interrupt_mode="per_call" if per_call else "batched"
     )
     return create_agent(
-        ScriptedModel(messages=refund_script()),
+        ScriptedModel(),
         tools=[issue_refund, send_email],
         middleware=[middleware],
         checkpointer=checkpointer,
@@ -88,6 +114,8 @@ def two_questions(checkpointer: MongoDBSaver) -> Any:
 
     def ask(state: Questions) -> Questions:
         first = interrupt({"question": "Which customer?"})
+        if first == "boom":  # an answer the node refuses once it has it: the run fails
+            raise ValueError("no customer is called boom")
         second = interrupt({"question": "Which order?"})
         return {"first": first, "second": second}
 
@@ -123,6 +151,11 @@ def inbox_graph(checkpointer: MongoDBSaver) -> Any:
     graph.add_edge(START, "review")
     graph.add_edge("review", END)
     return graph.compile(checkpointer=checkpointer)
+
+
+def per_call_refunds(checkpointer: MongoDBSaver) -> Any:
+    """A factory for LANGGRAPH_GRAPHS: the refund agent, an interrupt per call."""
+    return refund_agent(checkpointer, per_call=True, name="per-call-refunds")
 
 
 def thread(thread_id: str | None = None, **metadata: Any) -> dict[str, Any]:

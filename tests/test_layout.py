@@ -102,7 +102,7 @@ def _exception_classes() -> set[str]:
     """Every class in the five layers that derives, within them, from an exception."""
     bases = _class_bases()
     errors: set[str] = set()
-    roots = {"Exception", "ValueError", "GraphQLError", "HTTPException"}
+    roots = {"Exception", "ValueError", "GraphQLError", "HTTPException", "JSONDecodeError"}
     while True:
         more = {n for n, b in bases.items() if b & (roots | errors)} - errors
         if not more:
@@ -114,7 +114,7 @@ def test_the_error_tree_in_the_design_names_every_error_class() -> None:
     design = (ROOT / "docs" / "design.md").read_text()
     tree = design.split("## Errors", 1)[1].split("```text", 1)[1].split("```", 1)[0]
     drawn = {line.split("── ", 1)[1].split()[0] for line in tree.splitlines() if "── " in line}
-    assert drawn - {"GraphQLError", "HTTPException"} == _exception_classes()
+    assert drawn - {"GraphQLError", "HTTPException", "JSONDecodeError"} == _exception_classes()
 
 
 def test_each_error_is_defined_in_a_layer_that_raises_it() -> None:

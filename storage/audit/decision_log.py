@@ -70,6 +70,9 @@ class AuditRecord:
     """The record's `_id` once stored: its paging cursor."""
     run: RunFacts | None = None
     """What the run was when decided: for decisionStats (its scope, filter and times)."""
+    person: str | None = None
+    """The person behind `by` (the credential) when it was recorded; None in records
+    written before people were recorded (read as `by`'s person now)."""
 
     def to_document(self) -> Document:
         return {
@@ -84,6 +87,7 @@ class AuditRecord:
             "idempotencyKey": self.idempotency_key,
             "editedArgs": self.edited_args,
             "runStatus": self.run_status,
+            "person": self.person,
             **(self.run.to_document() if self.run else {}),
         }
 
@@ -102,6 +106,7 @@ class AuditRecord:
             edited_args=doc.get("editedArgs"),
             run_status=doc.get("runStatus"),
             record_id=doc.get("_id"),
+            person=doc.get("person"),
         )
 
 
@@ -215,7 +220,13 @@ class DecisionLog:
         )
         if taken.modified_count == 1:
             return None
-        doc = await self.keys.find_one({"_id": key}) or {}
+        return await self.key_use(key) or KeyUse(request_hash="", answer=None)
+
+    async def key_use(self, key: str) -> KeyUse | None:
+        """What a key holds, without taking it (None: no such key)."""
+        doc = await self.keys.find_one({"_id": key})
+        if doc is None:
+            return None
         answer = doc.get("answer") if doc.get("state") == _ANSWERED else None
         return KeyUse(request_hash=doc.get("requestHash", ""), answer=answer)
 

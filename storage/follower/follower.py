@@ -340,6 +340,8 @@ class SnapshotFollower:
                 continue  # a first start: nothing is in doubt yet, and each look would scan
             try:
                 await self.settlement.settle_claimed()
+                if self.langgraph is not None:
+                    await self.langgraph.settlement.settle_claimed()
                 # Leases that ran out and expired entries deleted change lists too.
                 await self.index.pass_deadlines(self.clock(), _DEADLINE_HORIZON)
             except Exception as exc:  # the follower's own retry reports a database outage

@@ -29,6 +29,7 @@ from suspended_runs.storage.follower.change_stream import buffered, offers_strea
 from suspended_runs.storage.follower.position import FollowPosition
 from suspended_runs.storage.follower.thread_changes import ThreadApplier
 from suspended_runs.storage.follower.thread_reads import ROOT, Hint, ThreadReader
+from suspended_runs.storage.follower.thread_settling import ThreadSettlement
 from suspended_runs.storage.index.run_index import RunIndex
 from suspended_runs.storage.snapshots.langgraph.threads import ERROR, INTERRUPT, ThreadReading
 from suspended_runs.storage.types import Document, RunStatus, Runtime
@@ -43,6 +44,8 @@ WRITES_INDEX_KEYS = [("channel", 1), ("checkpoint_ns", 1)]
 _AWAIT_MS = 100
 """How long a stream's read waits for a change: the two streams are read in turn."""
 _SAVE_EVERY = 0.5
+_GATHER = 0.05
+"""Most seconds a round reads on while a stream keeps giving changes."""
 _BATCH = 1000
 _RECONCILE_BATCH = 500
 _POLL_OVERLAP = timedelta(seconds=10)
@@ -54,15 +57,7 @@ that interrupts a third time) has no new `_id` to be found by."""
 _LOOKS_AGAIN = 50
 """Rounds a thread is looked at again while a read lags behind its changes."""
 _LIGHT = {"thread_id": 1, "checkpoint_ns": 1, "checkpoint_id": 1, "channel": 1}
-_STREAM: list[Document] = [
-    {
-        "$project": {
-            "fullDocument.checkpoint": 0,
-            "fullDocument.value": 0,
-            "fullDocument.metadata": 0,
-        }
-    }
-]
+_STREAM: list[Document] = [{"$project": {"fullDocument.checkpoint": 0, "fullDocument.value": 0}}]
 """Every change, without the documents' values: a change is a hint (which thread, which
 checkpoint), and the embedded server answers an empty batch for a stretch it filtered
 out, which would read as the stream's end while a backlog remains (as change_stream.py
@@ -102,6 +97,7 @@ class LangGraphSource:
         self.checkpoints, self.writes, self.index, self.clock = checkpoints, writes, index, clock
         self.reader = ThreadReader(checkpoints, writes, reading, walk_limit=walk_limit)
         self.applier = ThreadApplier(self.reader, index, clock)
+        self.settlement = ThreadSettlement(self.reader, index, clock)
         self.poll_interval = poll_interval
         self._positions = {
             "checkpoints": FollowPosition(state, clock, "langgraph-checkpoints-stream"),
@@ -249,6 +245,7 @@ class LangGraphSource:
         asked: dict[str, Hint] = {}
         touched: dict[str, Hint] = {}
         deleted: list[Any] = []
+        self.reader.saw([c["fullDocument"] for c in checkpoint_changes if c.get("fullDocument")])
         for change in checkpoint_changes:
             if change.get("operationType") == "delete":
                 deleted.append((change.get("documentKey") or {}).get("_id"))
@@ -352,15 +349,18 @@ class LangGraphSource:
 
 
 async def _available(stream: AsyncChangeStream[Document]) -> AsyncIterator[Document]:
-    """The stream's changes up to a batch: those the server sent at once, after one wait."""
-    taken = 0
+    """The stream's changes up to a batch: what the server sends at once, and while changes
+    keep coming, what more comes within `_GATHER` seconds (a burst is applied in batches
+    that cover their reads)."""
+    loop, taken = asyncio.get_running_loop(), 0
+    started = loop.time()
     while taken < _BATCH:
         change = await stream.try_next()
         if change is None:
             return
         taken += 1
         yield change
-        if not buffered(stream):
+        if not buffered(stream) and loop.time() - started >= _GATHER:
             return
 
 

@@ -4,7 +4,7 @@ A thread's checkpoints carry its whole state and grow with its conversation, and
 embedded server fetches and sorts every match of a query (docs/design.md, "Lists on the
 embedded server"): so a thread is never read by its history. Its latest root checkpoint
 is the one an event or an interrupt named when no newer one exists (asked with a range
-from it, limit 1), the invocation's input checkpoint is found by following `parent_checkpoint_id`
+from it, limit 2), the invocation's input checkpoint is found by following `parent_checkpoint_id`
 one equality read at a time, and a state blob is read only where a batched approval needs
 the model's tool calls. A thread of 10,000 checkpoints costs a new interrupt what one of
 3 does.
@@ -89,6 +89,8 @@ class ThreadLook:
     run: ThreadRun | None = None
     latest: str | None = None
     """The checkpoint looked at, where it is the thread's latest."""
+    key: Any = None
+    """That checkpoint's `_id` (its messages are a finished run's last)."""
     lagging: bool = False
     """A read did not yet see what the changes showed: look again, conclude nothing."""
 
@@ -107,6 +109,9 @@ class ThreadReader:
         self.reading = reading
         self.walk_limit = walk_limit
         self._inputs: OrderedDict[str, str | None] = OrderedDict()
+        self._parents: OrderedDict[str, Document] = OrderedDict()
+        """Checkpoints changes brought (their parent and source): a walk through a burst of
+        new checkpoints reads none of them again."""
 
     async def look(self, thread_id: str, hint: Hint) -> ThreadLook:
         """The thread as of `hint`'s checkpoint (a root checkpoint known of it, the newest
@@ -114,28 +119,30 @@ class ThreadReader:
         (whose own events, interrupts included, are looked at as they come), gone when it
         does not exist, else what its writes wait for."""
         checkpoint_id = hint.checkpoint_id
-        newer = await self.checkpoints.find_one(
+        # Two from it on, in any order: two, or one other than it, say it moved past it.
+        # One query answers "is there a newer one" and reads it, bounded by the limit.
+        found = self.checkpoints.find(
             {
                 "thread_id": thread_id,
                 "checkpoint_ns": ROOT,
-                "checkpoint_id": {"$gt": checkpoint_id},
+                "checkpoint_id": {"$gte": checkpoint_id},
             },
-            {"_id": 1},
-        )
-        if newer is not None:
-            return ThreadLook(thread_id)
-        latest = await self.checkpoints.find_one(
-            {"thread_id": thread_id, "checkpoint_ns": ROOT, "checkpoint_id": checkpoint_id},
             _CHECKPOINT_FIELDS,
+            limit=2,
         )
-        if latest is None:
+        from_it = [doc async for doc in found]
+        if len(from_it) > 1 or any(d.get("checkpoint_id") != checkpoint_id for d in from_it):
+            return ThreadLook(thread_id)
+        if not from_it:
             return ThreadLook(thread_id, gone=not hint.seen, lagging=hint.seen)
+        latest = from_it[0]
+        self.saw([latest])
         writes = await self.checkpoint_writes(thread_id, checkpoint_id)
         if not hint.writes <= {write.get("_id") for write in writes}:
             return ThreadLook(thread_id, lagging=True)
         state = waiting(writes)
         if not state.interrupts:
-            return ThreadLook(thread_id, latest=checkpoint_id)
+            return ThreadLook(thread_id, latest=checkpoint_id, key=latest.get("_id"))
         start = await self.input_checkpoint(latest)
         calls = await self.model_calls(thread_id, checkpoint_id) if state.needs_messages else []
         try:
@@ -144,6 +151,21 @@ class ThreadReader:
             UNREADABLE.met(latest, str(exc))
             return ThreadLook(thread_id, latest=checkpoint_id)
         return ThreadLook(thread_id, run=run, latest=checkpoint_id)
+
+    async def latest(self, thread_id: str, checkpoint_id: str) -> str | None:
+        """The newest root checkpoint's id from `checkpoint_id` on (a run's own progress
+        since: few); None when there is none."""
+        newest = await self.checkpoints.find_one(
+            {
+                "thread_id": thread_id,
+                "checkpoint_ns": ROOT,
+                "checkpoint_id": {"$gte": checkpoint_id},
+            },
+            {"_id": 0, "checkpoint_id": 1},
+            sort=[("checkpoint_id", -1)],
+        )
+        found = newest.get("checkpoint_id") if newest else None
+        return found if isinstance(found, str) else None
 
     async def checkpoint_id_of(self, checkpoint_key: Any) -> tuple[str, str] | None:
         """(thread_id, checkpoint_id) of the checkpoint document with `_id` `checkpoint_key`."""
@@ -206,7 +228,7 @@ class ThreadReader:
             if not isinstance(parent, str) or not parent:
                 found = checkpoint_id  # the thread's first: its run starts here
                 break
-            current = await self.checkpoints.find_one(
+            current = self._parents.get(parent) or await self.checkpoints.find_one(
                 {"thread_id": thread_id, "checkpoint_ns": ROOT, "checkpoint_id": parent},
                 _WALK_FIELDS,
             )
@@ -241,6 +263,22 @@ class ThreadReader:
         except Undecodable:
             return []
         return list(conversation(channel_messages(state)))[-last:]
+
+    def saw(self, checkpoints: list[Document]) -> None:
+        """Checkpoints as a change (or a read) brought them: what a walk follows."""
+        for doc in checkpoints:
+            checkpoint_id = doc.get("checkpoint_id")
+            if isinstance(checkpoint_id, str) and doc.get("checkpoint_ns") == ROOT:
+                metadata = doc.get("metadata")
+                source = metadata.get("source") if isinstance(metadata, dict) else None
+                self._parents[checkpoint_id] = {
+                    "checkpoint_id": checkpoint_id,
+                    "parent_checkpoint_id": doc.get("parent_checkpoint_id"),
+                    "metadata": {"source": source},
+                }
+                self._parents.move_to_end(checkpoint_id)
+        while len(self._parents) > _REMEMBERED_INPUTS:
+            self._parents.popitem(last=False)
 
     def _remember(self, checkpoint_id: str, found: str | None) -> None:
         self._inputs[checkpoint_id] = found

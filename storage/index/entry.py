@@ -97,9 +97,12 @@ class ToolCall:
     args: Any = None
     suspend_payload: Any = None
     decision: Decision | None = None
+    interrupt_id: str | None = None
+    """The LangGraph interrupt this call answers (its decision is sent as that interrupt's
+    answer); None for other runtimes' calls."""
 
     def to_document(self) -> Document:
-        return {
+        doc = {
             "toolCallId": self.tool_call_id,
             "toolName": self.tool_name,
             "args": self.args,
@@ -107,6 +110,7 @@ class ToolCall:
             "suspendPayload": self.suspend_payload,
             "decision": self.decision.to_document() if self.decision else None,
         }
+        return doc | ({"interruptId": self.interrupt_id} if self.interrupt_id else {})
 
     @classmethod
     def from_document(cls, doc: Document) -> ToolCall:
@@ -118,6 +122,7 @@ class ToolCall:
             args=doc.get("args"),
             suspend_payload=doc.get("suspendPayload"),
             decision=Decision.from_document(decision) if decision else None,
+            interrupt_id=iid if isinstance(iid := doc.get("interruptId"), str) else None,
         )
 
 

@@ -77,6 +77,10 @@ OTHERS: dict[str, tuple[str, Any]] = {
         f'mutation {{ rotateWebhookSecret(input: {{id: "wh_x"}}) {{ {RESULT} }} }}',
         None,
     ),
+    "takeOverWebhook": (
+        f'mutation {{ takeOverWebhook(input: {{id: "wh_x"}}) {{ {RESULT} }} }}',
+        None,
+    ),
     "redeliverWebhookEvent": (
         f'mutation {{ redeliverWebhookEvent(input: {{deliveryId: "dlv_x"}}) {{ {RESULT} }} }}',
         None,

@@ -113,13 +113,18 @@ def test_tools_escalated_after_different_delays_make_disjoint_bands() -> None:
     policies = ReviewPolicies.parse(
         [
             {"agentId": "a", "toolName": "x", "reviewers": ["group:ops"]},
-            {"agentId": "a", "toolName": "y", "escalateAfterSeconds": 60, "escalateTo": ["me"]},
-            {"agentId": "a", "toolName": "z", "escalateAfterSeconds": 600, "escalateTo": ["me"]},
-            {"agentId": "b", "reviewers": ["someone"]},
+            {"agentId": "a", "toolName": "y", "escalateAfterSeconds": 60, "escalateTo": ["key:me"]},
+            {
+                "agentId": "a",
+                "toolName": "z",
+                "escalateAfterSeconds": 600,
+                "escalateTo": ["key:me"],
+            },
+            {"agentId": "b", "reviewers": ["key:someone"]},
         ]
     )
     tools = {("a", "x"), ("a", "y"), ("a", "z"), ("b", "x"), ("c", "x")}
-    me = Principal("me", Role.APPROVER, Scope.ALL, groups=frozenset({"ops"}))
+    me = Principal("key:me", Role.APPROVER, Scope.ALL, groups=frozenset({"ops"}))
     now = datetime(2026, 12, 1, tzinfo=UTC)
     minute, ten = now - timedelta(seconds=60), now - timedelta(seconds=600)
     assert assigned_bands(policies, tools, me, now) == (

@@ -51,7 +51,8 @@ async def test_a_hundred_subscribers_of_one_page_cost_one_evaluation_per_change(
         await asyncio.sleep(0.5)  # any later evaluation would be counted too
         made, changed = evaluations(url) - before, await index_changes(db) - changes
         assert changed >= 1
-        assert made == changed, f"{made:g} evaluations for {changed} changes of the index"
+        # At most one per change: changes that land together may share one (a busy machine).
+        assert 1 <= made <= changed, f"{made:g} evaluations for {changed} changes of the index"
         for ws in sessions:
             await ws.close()
 

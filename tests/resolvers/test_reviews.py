@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from suspended_runs.runtime.demo import EXECUTIONS
 from suspended_runs.server import Settings
 from tests.builders import SECRET_SETTING, bearer, token
@@ -56,7 +58,7 @@ async def test_two_approvals_one_person_counted_once_and_no_self_approval(
 
         assert (await approve("starter"))["__typename"] == "SelfApproval"
         refused = await approve("mallory")
-        assert refused["__typename"] == "NotAReviewer" and "key:alice" in refused["message"]
+        assert refused["__typename"] == "NotAReviewer" and "key:" not in refused["message"]
         first = await approve("alice")
         assert first["__typename"] == "ApprovalRecorded"
         assert (first["approvalsNeeded"], first["run"]["status"]) == (1, "SUSPENDED")
@@ -205,3 +207,57 @@ async def test_bulk_decisions_and_idempotency_keys_follow_the_policy(
         again = await act(who["bob"], APPROVE_ALL, **once)
         assert first["__typename"] == again["__typename"] == "RunDecided"
         assert again["run"]["status"] == "COMPLETED"
+
+
+async def test_refusals_name_the_policy_by_its_name_and_never_its_file_or_reviewers(
+    settings: Settings, keys: tuple[Path, dict[str, str]], tmp_path: Path
+) -> None:
+    policies = tmp_path / "secret-place" / "policies.json"
+    policies.parent.mkdir()
+    policies.write_text(json.dumps([{**FOUR_EYES, "name": "deletions"}]))
+    rules = settings.model_copy(update={"api_keys_file": keys[0], "review_policies_file": policies})
+    async with running_app(rules) as client:
+        who = people(client, keys[1])
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        refusals = [
+            await act(who[name], APPROVE_ALL, runId=run_id) for name in ("mallory", "starter")
+        ]
+    assert [r["__typename"] for r in refusals] == ["NotAReviewer", "SelfApproval"]
+    assert refusals[0]["message"].startswith("review policy 'deletions' names other reviewers")
+    for refusal in refusals:
+        assert "deletions" in refusal["message"]
+        for told in ("secret-place", "REVIEW_POLICIES", "key:", "group:"):
+            assert told not in refusal["message"]
+
+
+@pytest.mark.parametrize("required", [None, True, False])
+async def test_after_an_edit_an_approval_by_run_id_alone_approves_nothing_unseen(
+    reviewed: Callable[..., Any], required: bool | None
+) -> None:
+    """Reviewer A approves deleting one file; B edits the path, voiding A's approval; A's
+    script approves again by run id: under a quorum that is stale, unless the policy says
+    `requireArgsHash: false` (machine approvers)."""
+    policy = FOUR_EYES if required is None else {**FOUR_EYES, "requireArgsHash": required}
+    async with reviewed(policy) as who:
+        run_id = (await start(who["starter"], "file-cleaner"))["runId"]
+        before = len(EXECUTIONS)
+        await act(who["alice"], APPROVE_ALL, runId=run_id)
+        edited = {"path": "/tmp/elsewhere.txt"}
+        await act(who["bob"], APPROVE_ALL, runId=run_id, editedArgs=edited)
+        now = (await call_of(who["alice"], run_id))["argsHash"]
+        again = await act(who["alice"], APPROVE_ALL, runId=run_id)
+        if required is False:
+            assert again["__typename"] == "RunDecided"
+            assert EXECUTIONS[before:] == [("delete_file", edited)]
+            return
+        assert again == {
+            "__typename": "StaleDecision",
+            "message": again["message"],
+            "argsHash": now,
+        }
+        assert "expectedArgsHash" in again["message"]
+        assert (await call_of(who["alice"], run_id))["status"] == "SUSPENDED"
+        assert EXECUTIONS[before:] == []
+        seen = await act(who["alice"], APPROVE_ALL, runId=run_id, expectedArgsHash=now)
+        assert seen["__typename"] == "RunDecided"
+        assert EXECUTIONS[before:] == [("delete_file", edited)]

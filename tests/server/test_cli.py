@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,32 +19,22 @@ from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import SNAPSHOTS_COLLECTION
 from tests.helpers import (
+    COMMAND,
     ROOT,
     STATE_FILE,
+    UNREACHABLE,
     Server,
     embedded_pid,
     load_snapshots,
+    run_cli,
     wait_until_serving,
 )
-
-COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*COMMAND, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
 
 
 def test_help_lists_the_subcommands() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("serve", "reconcile", "export-schema", "langgraph-index"):
+    for command in ("serve", "check", "reconcile", "export-schema", "langgraph-index"):
         assert command in result.stdout
 
 
@@ -78,9 +67,6 @@ def test_version_prints_the_installed_version() -> None:
     assert result.stdout.strip() == f"suspended-runs {importlib.metadata.version('suspended-runs')}"
 
 
-UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
-
-
 @pytest.mark.parametrize(
     ("env", "args", "named"),
     [
@@ -101,6 +87,13 @@ UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
         # A quorum (or reviewers) on a server without authentication: anyone is anyone.
         ({"REVIEW_POLICIES": '[{"approvals": 2}]'}, (), "need authentication"),
         ({"REVIEW_POLICIES": '[{"reviewers": ["key:a"]}]'}, (), "need authentication"),
+        # A reviewer that names no one ("token:" is no spelling of ours) would bind no one.
+        (
+            {"JWT_SECRET": "s" * 32, "REVIEW_POLICIES": '[{"reviewers": ["token:bob"]}]'},
+            (),
+            "REVIEW_POLICIES[0]: 'token:bob' is not a reviewer: key:<name>, jwt:<sub>",
+        ),
+        ({"JWT_PERSONS": '{"idp|1": " a"}'}, (), "JWT_PERSONS"),
         (
             {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://x", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
             (),
@@ -266,16 +259,18 @@ def test_new_api_key_makes_an_entry_that_the_server_reads(tmp_path: Path) -> Non
     from suspended_runs.server.auth import load_api_keys
 
     entries: list[dict[str, Any]] = []
-    for flags in (["--all"], ["--resource-ids", "t-1,t-2"], []):
+    for flags in (["--all"], ["--resource-ids", "t-1,t-2"], ["--person", "Alice"]):
         result = run_cli("new-api-key", "--name", f"k{len(entries)}", "--role", "viewer", *flags)
         assert result.returncode == 0, result.stderr
         entries.append(json.loads(result.stdout.split("entry for API_KEYS_FILE: ", 1)[1]))
     assert entries[0]["scope"] == "all" and "resourceIds" not in entries[0]
     assert entries[1]["resourceIds"] == ["t-1", "t-2"]
     (tmp_path / "keys.json").write_text(json.dumps(entries))
-    scopes = [key.scope for key in load_api_keys(tmp_path / "keys.json")]
+    loaded = load_api_keys(tmp_path / "keys.json")
+    scopes = [key.scope for key in loaded]
     assert scopes[0].unrestricted and not scopes[1].unrestricted
     assert not scopes[2].allows_agent("any")  # neither --all nor ids: sees nothing
+    assert [key.person for key in loaded] == [None, None, "Alice"]
 
 
 def test_a_langgraph_database_without_its_index_stops_a_start_that_may_not_build_it(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server import Settings, create_app
 from suspended_runs.server.persisted_queries import INBOX_MANIFEST
+from tests.builders import SECRET_SETTING, bearer, token
 from tests.helpers import CLIENTS_DIR, ROOT, ThreadedServer, node_client
 
 QUERY = "query Listed { runs { total } }"
@@ -88,6 +90,97 @@ async def test_every_instance_knows_what_one_registered_and_the_least_used_go(
     assert _code(await third.post("/graphql", json={"extensions": BY_HASH})) == (
         "PERSISTED_QUERY_NOT_FOUND"
     )
+
+
+def _scoped(resources: list[str]) -> dict[str, str]:
+    claim = {"resourceIds": resources, "agentIds": None}
+    return bearer(token(sub=f"viewer-of-{resources}", suspended_runs_scope=claim))
+
+
+def _registering(query: str) -> dict[str, Any]:
+    sha = hashlib.sha256(query.encode()).hexdigest()
+    return {"query": query, "extensions": {"persistedQuery": {"version": 1, "sha256Hash": sha}}}
+
+
+def _by_hash(query: str) -> dict[str, Any]:
+    return {"extensions": _registering(query)["extensions"]}
+
+
+async def test_a_scope_runs_by_hash_only_what_callers_of_that_scope_registered(
+    settings: Settings, start_app
+) -> None:
+    client = await start_app(settings.model_copy(update={"jwt_secret": SECRET_SETTING}))
+    a, b = _scoped(["tenant-a"]), _scoped(["tenant-b"])
+    # The same scope, as another subject writes it.
+    also_a = bearer(token(sub="someone-else", suspended_runs_scope={"resourceIds": ["tenant-a"]}))
+    registered = await client.post("/graphql", json=_registering(QUERY), headers=a)
+    assert registered.json() == {"data": {"runs": {"total": 0}}}
+    assert (await client.post("/graphql", json=_by_hash(QUERY), headers=also_a)).json()["data"]
+    unknown = await client.post("/graphql", json=_by_hash(QUERY), headers=b)
+    assert _code(unknown) == "PERSISTED_QUERY_NOT_FOUND", "no oracle of another scope's"
+    params = {"extensions": json.dumps(BY_HASH)}
+    assert _code(await client.get("/graphql", params=params, headers=b)) == (
+        "PERSISTED_QUERY_NOT_FOUND"
+    )
+    await client.post("/graphql", json=_registering(QUERY), headers=b)
+    assert (await client.get("/graphql", params=params, headers=b)).json()["data"]
+    inbox = json.loads(INBOX_MANIFEST.read_text())["operations"]
+    viewer = next(o for o in inbox if "viewer" in o["body"] and o["type"] == "query")
+    by_id = {"persistedQuery": {"version": 1, "sha256Hash": viewer["id"]}}
+    for caller in (a, b):  # the inbox's manifest is everyone's
+        answer = await client.post("/graphql", json={"extensions": by_id}, headers=caller)
+        assert answer.json()["data"]["viewer"], answer.text
+
+
+async def test_a_scope_holds_its_share_and_registers_at_its_rate(
+    settings: Settings, start_app, db
+) -> None:
+    bounded = settings.model_copy(
+        update={
+            "jwt_secret": SECRET_SETTING,
+            "persisted_queries_max": 3,
+            "persisted_queries_per_scope": 2,
+            "persisted_queries_per_minute": 4,
+        }
+    )
+    client = await start_app(bounded)
+    a, b = _scoped(["tenant-a"]), _scoped(["tenant-b"])
+    queries = [f"query Q{n} {{ runs {{ total }} }}" for n in range(6)]
+    await client.post("/graphql", json=_registering(QUERY), headers=b)
+    for query in queries[:3]:
+        await client.post("/graphql", json=_registering(query), headers=a)
+    collection = db["suspended_runs_persisted_queries"]
+    kept = {document["query"] async for document in collection.find({})}
+    assert kept == {QUERY, *queries[1:3]}, "a scope evicts only its own, beyond its share"
+    for query in queries[3:]:  # the 4th and 5th registrations of a minute run...
+        answer = await client.post("/graphql", json=_registering(query), headers=a)
+        assert answer.json() == {"data": {"runs": {"total": 0}}}
+    found = [
+        (await client.post("/graphql", json=_by_hash(q), headers=a)).json()["data"] is not None
+        for q in queries[3:]
+    ]
+    assert found == [True, False, False], "...and only the 4th is kept"
+    kept = {document["query"] async for document in collection.find({})}
+    assert kept == {QUERY, queries[2], queries[3]}
+    other = await start_app(bounded)  # another instance, which keeps nothing in memory yet
+    assert _code(await other.post("/graphql", json=_by_hash(queries[0]), headers=a)) == (
+        "PERSISTED_QUERY_NOT_FOUND"
+    )
+    assert (await other.post("/graphql", json=_by_hash(QUERY), headers=b)).json()["data"]
+
+
+async def test_documents_kept_before_scopes_are_dropped_at_start(
+    settings: Settings, start_app, db
+) -> None:
+    old = {"_id": SHA, "query": QUERY, "lastUsed": datetime.now(UTC)}
+    await db["suspended_runs_persisted_queries"].insert_one(old)
+    client = await start_app(settings)
+    assert _code(await client.post("/graphql", json={"extensions": BY_HASH})) == (
+        "PERSISTED_QUERY_NOT_FOUND"
+    )
+    assert await db["suspended_runs_persisted_queries"].count_documents({"_id": SHA}) == 0
+    await client.post("/graphql", json={"query": QUERY, "extensions": BY_HASH})
+    assert (await client.post("/graphql", json={"extensions": BY_HASH})).json()["data"]
 
 
 @pytest.mark.parametrize("method", ["post", "get"])

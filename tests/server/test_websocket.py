@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -165,6 +166,22 @@ async def test_a_message_of_the_wrong_shape_closes_with_4400(settings: Settings)
         ws = await open_session(url)
         await ws.send(json.dumps({"id": "1", "type": "subscribe", "payload": {"query": 5}}))
         assert (await closed_with(ws, within=5))[0] == 4400
+
+
+async def test_a_message_holding_a_lone_surrogate_closes_with_4400_saying_so(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Valid JSON, but no text: refused where it comes in, as over HTTP, with no error."""
+    query = "subscription($a: ID) { suspendedRuns(filter: {agentId: $a}) { total } }"
+    message = json.dumps(
+        {"id": "1", "type": "subscribe", "payload": {"query": query, "variables": {"a": "LONE"}}}
+    ).replace("LONE", "\\ud800")
+    with caplog.at_level(logging.ERROR), ThreadedServer(settings) as url:
+        ws = await open_session(url)
+        await ws.send(message)
+        code, reason = await closed_with(ws, within=5)
+    assert code == 4400 and "lone surrogate" in reason, reason
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 async def test_queries_run_over_a_connection_and_errors_read_as_over_http(

@@ -120,6 +120,7 @@ def _batched(
             i,
             Shape.HITL,
             ToolCall(
+                interrupt_id=interrupt.id,
                 tool_call_id=call_id,
                 tool_name=name,
                 requires_approval=True,
@@ -152,6 +153,7 @@ def _per_call(interrupt: Interrupt, problems: list[str]) -> PendingCall | None:
         None,
         Shape.HITL_PER_CALL,
         ToolCall(
+            interrupt_id=interrupt.id,
             tool_call_id=call_id if isinstance(call_id, str) and call_id else interrupt.id,
             tool_name=value["name"],
             requires_approval=True,
@@ -199,6 +201,7 @@ def _inbox(interrupt: Interrupt, problems: list[str]) -> Iterator[PendingCall]:
             i if isinstance(interrupt.value, list) else None,
             Shape.AGENT_INBOX,
             ToolCall(
+                interrupt_id=interrupt.id,
                 tool_call_id=interrupt.id if len(items) == 1 else f"{interrupt.id}:{i}",
                 tool_name=request["action"],
                 requires_approval="allow_accept" in allowed,
@@ -215,6 +218,7 @@ def _suspension(interrupt: Interrupt, problems: list[str]) -> PendingCall:
         None,
         Shape.INTERRUPT,
         ToolCall(
+            interrupt_id=interrupt.id,
             tool_call_id=interrupt.id,
             tool_name=interrupt.node,
             requires_approval=False,

@@ -12,6 +12,7 @@ no clock.
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -153,15 +154,18 @@ def _node(task_path: Any) -> str | None:
 
 
 def _error_text(write: Document) -> str:
+    """What a failed run shows of its task's error: the exception's type, never its text (a
+    tool's or a model provider's message may carry content or a credential; the thread's
+    `__error__` write holds it for whoever may read the saver's database)."""
     try:
         value = decode_typed(write.get("type"), write.get("value"))
     except Undecodable as exc:
         return f"an error this server cannot read ({exc})"
     if isinstance(value, Tagged):
-        args = plain(value.data)
-        detail = args[0] if isinstance(args, list) and len(args) == 1 else args
-        return f"{value.name}: {detail}"[:500]
-    return str(plain(value))[:500]
+        return f"{value.name} in a node of the graph (its thread's __error__ write says more)"
+    named = re.match(r"[A-Za-z_][\w.]*(?=\()", value) if isinstance(value, str) else None
+    kind = named.group(0) if named else "an error"
+    return f"{kind} in a node of the graph (its thread's __error__ write says more)"
 
 
 def _answers(write: Document) -> int:
@@ -185,6 +189,14 @@ def checkpoint_time(checkpoint_id: Any) -> datetime | None:
     ticks = ((high >> 16) << 12) | (high & 0x0FFF)  # 100 ns since the Gregorian epoch
     # At BSON's precision, so that what is written compares equal to what is read back.
     return _UUID_EPOCH + timedelta(milliseconds=ticks // 10_000)
+
+
+def checkpoint_id_at(moment: datetime) -> str:
+    """The lowest LangGraph checkpoint id of `moment`: every checkpoint made after it has a
+    greater one (a bound for "made since")."""
+    ticks = int((moment - _UUID_EPOCH).total_seconds() * 10_000_000)
+    value = ((ticks >> 12) << 80) | (6 << 76) | ((ticks & 0xFFF) << 64) | (0b10 << 62)
+    return str(uuid.UUID(int=value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,6 +258,11 @@ def is_input(checkpoint: Document) -> bool:
         return bool(decode_pair(source) == "input")
     except Undecodable:
         return False
+
+
+def thread_agent(checkpoint: Document, reading: ThreadReading) -> str:
+    """The agent a checkpoint's metadata names (as a run's `agentId` is read)."""
+    return _agent_id(_metadata(checkpoint.get("metadata"), []), reading.default_agent)
 
 
 def _metadata(raw: Any, problems: list[str]) -> dict[str, Any]:
