@@ -3,8 +3,11 @@ deliveries are attempted and retried, where they may go, and what a payload carr
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pydantic import BaseModel, Field, field_validator
 
+from suspended_runs.resolvers.context import WebhookRules
 from suspended_runs.runtime.webhooks.addresses import OutboundRules
 from suspended_runs.runtime.webhooks.attempt import AttemptRules
 from suspended_runs.runtime.webhooks.payloads import PayloadRules
@@ -67,13 +70,15 @@ class WebhookSettings(BaseModel):
             max_in_flight=self.webhook_max_in_flight,
         )
 
-    @property
-    def webhook_caps(self) -> WebhookCaps:
-        return WebhookCaps(
+    def webhook_rules(self, production: bool) -> WebhookRules:
+        """What requests that make and change webhooks are held to."""
+        caps = WebhookCaps(
             per_creator=self.webhook_max_per_creator,
             per_scope=self.webhook_max_per_scope,
             total=self.webhook_max_total,
         )
+        rotation = timedelta(seconds=self.webhook_rotation_seconds)
+        return WebhookRules(self.outbound_rules(production), rotation, caps)
 
     def outbound_rules(self, production: bool) -> OutboundRules:
         """Where posts may go: in production, public `https` and WEBHOOK_ALLOWED_HOSTS."""
