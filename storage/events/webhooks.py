@@ -224,7 +224,7 @@ class WebhookStore:
         await self.collection.update_one(
             {"_id": webhook.webhook_id}, {"$set": {"disabled": False, "disabledReason": None}}
         )
-        await self._changed()
+        await self.count_change()
         return webhook
 
     async def _cap_passed(self, webhook: Webhook, caps: WebhookCaps) -> CapReached | None:
@@ -251,7 +251,9 @@ class WebhookStore:
         doc = await self._state.find_one({"_id": _CHANGES})
         return int(doc.get("changes", 0)) if doc else 0
 
-    async def _changed(self) -> None:
+    async def count_change(self) -> None:
+        """After a change to webhooks written elsewhere (their owners'): the deliverer reads
+        them again."""
         await count_change(self._state)
 
     async def all(self) -> list[Webhook]:
@@ -264,7 +266,7 @@ class WebhookStore:
 
     async def delete(self, webhook_id: str) -> bool:
         deleted = (await self.collection.delete_one({"_id": webhook_id})).deleted_count == 1
-        await self._changed()
+        await self.count_change()
         return deleted
 
     async def rotate(self, webhook_id: str, until: datetime) -> Webhook | None:
@@ -285,11 +287,11 @@ class WebhookStore:
         )
         if doc is None:
             return await self.rotate(webhook_id, until)
-        await self._changed()
+        await self.count_change()
         return Webhook.from_document(doc)
 
     async def disable(self, webhook_id: str, reason: str) -> None:
         await self.collection.update_one(
             {"_id": webhook_id}, {"$set": {"disabled": True, "disabledReason": reason}}
         )
-        await self._changed()
+        await self.count_change()

@@ -147,10 +147,12 @@ async def test_a_token_owner_not_seen_for_the_days_set_loses_its_webhooks(
         uri = settings.mongodb_uri or ""
         storage = Storage.open(uri, settings.mongodb_db, retention=timedelta(days=1))
         try:
+            before = await storage.webhooks.changes()
             disabled = await check_token_owners(storage, timedelta(days=30), datetime.now(UTC))
+            changes = await storage.webhooks.changes() - before  # the deliverer reads again
         finally:
             await storage.close()
-        assert disabled == 1
+        assert disabled == 1 and changes == 1
         states = {w["id"]: (w["disabled"], w["disabledReason"]) for w in await listed(seen)}
     assert states == {
         kept[0]: (False, None),
