@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import re
 import signal
-import threading
 import time
 import uuid
 from collections import Counter
@@ -432,55 +431,3 @@ def _wait(check: Callable[[], bool], within: float) -> None:
     while not check():
         assert time.monotonic() < end, "timed out"
         time.sleep(0.05)
-
-
-PAGE = "{ suspendedRuns(perPage: 20) { runs { runId toolCalls { toolName args } } } }"
-
-
-def test_an_admins_many_webhooks_to_a_receiver_that_never_answers_stall_no_other_caller(
-    tmp_path: Path, mongo_uri: str
-) -> None:
-    """150 webhooks of one admin to a receiver that never answers, then 5 runs: another
-    caller's page, asked every quarter second for 10 s, is answered within a loose bound
-    (docs/benchmarks.md has the figures at 300 webhooks and 45 s). At the issue's 50,
-    the deliverer before this one stalled no page for long; at 150 it did."""
-
-    def never(got: Received, attempt: int) -> Answer:
-        return (204, {}, 30.0)
-
-    env = {"MONGODB_URI": mongo_uri, "MONGODB_DB": f"flood_{tmp_path.name[-8:]}"}
-    env |= dict.fromkeys(
-        ("WEBHOOK_MAX_PER_CREATOR", "WEBHOOK_MAX_PER_SCOPE", "WEBHOOK_MAX_TOTAL"), "1000"
-    )
-    server = Server(tmp_path / "data", env)
-    with Receiver(never) as receiver:
-        server.start()
-        try:
-            for _ in range(150):
-                server.query(CREATE, {"input": {"url": receiver.url, "events": ["RUN_SUSPENDED"]}})
-            took: list[float] = []
-            poller = threading.Thread(target=_poll, args=(server, 10.0, took))
-            poller.start()
-            for _ in range(5):
-                server.query(
-                    'mutation { startRun(input: {agentId: "file-cleaner", prompt: "go /tmp/f"}) '
-                    "{ __typename } }"
-                )
-            poller.join()
-            attempts = len(receiver.received)
-        finally:
-            server.stop()
-    took.sort()
-    assert took[-1] <= 1.5, took[-5:]
-    assert 0 < attempts <= 32  # one admin's half of WEBHOOK_MAX_IN_FLIGHT
-
-
-def _poll(server: Server, seconds: float, took: list[float]) -> None:
-    """Each page's seconds, a page asked every quarter second for `seconds`."""
-    end = time.monotonic() + seconds
-    with httpx.Client(base_url=server.url, timeout=60) as client:
-        while time.monotonic() < end:
-            started = time.monotonic()
-            assert client.post("/graphql", json={"query": PAGE}).status_code == 200
-            took.append(time.monotonic() - started)
-            time.sleep(max(0.25 - took[-1], 0.0))
