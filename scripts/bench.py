@@ -858,8 +858,10 @@ def _flood_rows(args: argparse.Namespace, uri: str, db: str, folder: Path) -> Ro
         ("another caller's page, no webhook (p50 / p99 / max)", webhooks.pages(alone)),
         (f"the same, {seconds:g} s after {hooks} webhooks of one admin to a receiver that "
          f"never answers, 5 runs ({hung[1]} attempts)", webhooks.pages(hung[0])),
+        ("/readyz meanwhile (p99 / max)", webhooks.readiness(hung[2])),
         (f"the same, {hooks} webhooks answered 204 ({answered[1]:,} delivered)",
          webhooks.pages(answered[0])),
+        ("/readyz meanwhile (p99 / max)", webhooks.readiness(answered[2])),
     ]  # fmt: skip
 
 

@@ -13,7 +13,8 @@ writes them (two documents each) by another process, `--webhook-batch` runs a wr
   again: every event delivered at least once, the duplicates, and the rate after the start;
 - flood: `--webhook-flood` webhooks of one admin to a receiver that never answers, then 5
   runs: another caller's page, asked every quarter second for `--webhook-flood-seconds`
-  (p50, p99, max); again with a receiver that answers;
+  (p50, p99, max), and /readyz after each (p99, max, answers not 200); again with a
+  receiver that answers;
 - failing: the burst to two webhooks answering 204, then to two of which one answers 500
   for `--webhook-fail-seconds` first: each one's rate, and nothing lost.
 """
@@ -189,26 +190,40 @@ def singles(url: str, uri: str, db: str, count: int, folder: Path) -> list[float
     return delays
 
 
-def polled(url: str, seconds: float, took: list[float], stop: threading.Event) -> None:
-    """Another caller: a page every quarter second, each one's seconds in `took`."""
+def polled(
+    url: str,
+    seconds: float,
+    took: list[float],
+    stop: threading.Event,
+    ready: list[tuple[float, int]] | None = None,
+) -> None:
+    """Another caller: a page every quarter second, each one's seconds in `took`; with
+    `ready`, /readyz after each page, its seconds and status there."""
     end = time.monotonic() + seconds
     with httpx.Client(base_url=url, timeout=120) as client:
         while time.monotonic() < end and not stop.is_set():
             started = time.monotonic()
             assert client.post("/graphql", json={"query": PAGE}).status_code == 200
             took.append(time.monotonic() - started)
-            time.sleep(max(0.25 - took[-1], 0.0))
+            if ready is not None:
+                asked = time.monotonic()
+                status = client.get("/readyz").status_code
+                ready.append((time.monotonic() - asked, status))
+            time.sleep(max(0.25 - (time.monotonic() - started), 0.0))
 
 
 def flood(
     url: str, uri: str, db: str, webhooks: int, seconds: float, path: str, folder: Path
 ) -> Any:
-    """`webhooks` webhooks of one admin to `path`, then 5 runs: another caller's pages."""
+    """`webhooks` webhooks of one admin to `path`, then 5 runs: another caller's pages
+    and /readyz (seconds, status), and the attempts the receiver saw."""
     receiver = Receiver(folder)
     took: list[float] = []
+    ready: list[tuple[float, int]] = []
     try:
         make_webhooks(url, receiver.url(path), webhooks, actor="flooding-admin")
-        poller = threading.Thread(target=polled, args=(url, seconds, took, threading.Event()))
+        poll = (url, seconds, took, threading.Event(), ready)
+        poller = threading.Thread(target=polled, args=poll)
         poller.start()
         time.sleep(0.5)
         written(write_burst(uri, db, 5, 5, f"flood-{uuid.uuid4().hex[:6]}", folder))
@@ -216,7 +231,14 @@ def flood(
         attempts = len(receiver.requests())
     finally:
         receiver.close()
-    return took, attempts
+    return took, attempts, ready
+
+
+def readiness(ready: list[tuple[float, int]]) -> str:
+    """/readyz: p99 and max, and how many answers were not 200."""
+    ms = [seconds * 1000 for seconds, _ in ready]
+    not_ready = sum(status != 200 for _, status in ready)
+    return f"{p99(ms):.0f} / {max(ms):.0f} ms, {not_ready} of {len(ready)} not 200"
 
 
 def failing(
