@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pymongo import MongoClient
 
-from suspended_runs.storage.types import SNAPSHOTS_COLLECTION
+from suspended_runs.storage.types import SNAPSHOTS_COLLECTION, Document
 from tests.helpers import Server, suspended_doc
 from tests.webhook_receiver import Receiver
 
@@ -30,7 +30,7 @@ def test_a_burst_killed_at_a_third_delivered_is_all_delivered_after_a_restart(
     db_name = f"burst_{tmp_path.name[-8:]}"
     env = {"MONGODB_URI": mongo_uri, "MONGODB_DB": db_name, "WEBHOOK_TIMEOUT_SECONDS": "1"}
     server = Server(tmp_path / "data", env)
-    with Receiver() as receiver, MongoClient(mongo_uri) as writer:
+    with Receiver() as receiver, MongoClient[Document](mongo_uri) as writer:
         server.start()
         try:
             made = server.query(
