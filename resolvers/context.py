@@ -16,12 +16,14 @@ from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
 from suspended_runs.runtime.webhooks.addresses import OutboundRules
 from suspended_runs.storage import Storage
+from suspended_runs.storage.events.webhooks import WebhookCaps
 
 
 @dataclass(frozen=True, slots=True)
 class WebhookRules:
     outbound: OutboundRules = field(default_factory=lambda: OutboundRules(production=False))
     rotation: timedelta = timedelta(days=1)
+    caps: WebhookCaps = field(default_factory=WebhookCaps)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,8 @@ class DecisionRequest:
     expected_args_hash: str | None = None
     """The call's argsHash as the decider saw it: when it is not the call's now, nothing
     is applied (StaleDecision)."""
+    by_expiry: bool = False
+    """Made by the approval's expiry: `approval.expired` is written with the claim."""
 
     def fingerprint(self) -> str:
         """What makes two requests the same request (the key and `wait` aside)."""
@@ -166,7 +168,8 @@ async def _apply(
     claim = context.runtimes.claims.new_claim(now) if last else None
     # A database failure here (a deadline passed, the reply was lost) raises: nothing was
     # forwarded, so the caller is told the database is unavailable, not an outcome.
-    if not await context.storage.runs.claims.apply_decision(entry, decided, claim):
+    claims = context.storage.runs.claims
+    if not await claims.apply_decision(entry, decided, claim, expired=request.by_expiry):
         return None
     decided = replace(decided, version=entry.version + 1)
     try:

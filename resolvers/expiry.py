@@ -19,7 +19,6 @@ from suspended_runs.resolvers.outcomes import RunDecided
 from suspended_runs.resolvers.policy import DecisionPolicy
 from suspended_runs.runtime import Runtimes
 from suspended_runs.storage import Action, RunEntry, Storage, ToolCall
-from suspended_runs.storage.events import outbox as events
 from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 
 log = logging.getLogger(__name__)
@@ -96,10 +95,8 @@ async def _decline_expired(context: Context, entry: RunEntry, now: datetime) -> 
             reason=f"{EXPIRY_REASON}{timeout.total_seconds():g} s",
             idempotency_key=f"expiry:{entry.run_id}:{call.tool_call_id}",
             wait=False,
+            by_expiry=True,  # approval.expired is written with the decision's claim
         )
-        outcome = await decide(context, request)
-        if isinstance(outcome, RunDecided):
+        if isinstance(await decide(context, request), RunDecided):
             declined += 1
-            at = context.runtimes.claims.clock()
-            await context.storage.outbox.add([events.expired(outcome.run, call.tool_call_id, at)])
     return declined

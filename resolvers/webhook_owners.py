@@ -45,7 +45,7 @@ class WebhookTakenOver:
 
 
 def owners(storage: Storage) -> WebhookOwners:
-    return WebhookOwners(storage.webhooks.collection)
+    return WebhookOwners(storage.webhooks.collection, storage.webhooks.count_change)
 
 
 def scope_of(webhook: Webhook) -> Scope:

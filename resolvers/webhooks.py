@@ -3,7 +3,8 @@
 A webhook is told only of runs its creator may see: its filter is stored with the
 creator's scope. An admin whose scope is not every run sees and manages only the
 webhooks they made (with any credential of theirs: the same person); any other caller is
-`Forbidden`.
+`Forbidden`. A new webhook past a cap (per creator, per scope, in all: WEBHOOK_MAX_*) is
+refused as `TooManyWebhooks`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,13 @@ from suspended_runs.resolvers.outcomes import Forbidden
 from suspended_runs.storage import RunFilter
 from suspended_runs.storage.events.deliveries import Delivery
 from suspended_runs.storage.events.outbox import EventType
-from suspended_runs.storage.events.webhooks import Webhook, WebhookFilter, WebhookFormat
+from suspended_runs.storage.events.webhooks import (
+    CapReached,
+    Webhook,
+    WebhookCap,
+    WebhookFilter,
+    WebhookFormat,
+)
 
 MAX_DELIVERIES_PAGE = 100
 DEFAULT_DELIVERIES_PAGE = 20
@@ -37,6 +44,13 @@ class WebhookCreated:
 class InvalidWebhook:
     message: str
     field: str
+
+
+@dataclass(frozen=True, slots=True)
+class TooManyWebhooks:
+    message: str
+    cap: WebhookCap
+    limit: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +101,13 @@ async def create_webhook(
     run_filter: RunFilter,
     format: WebhookFormat,
     description: str | None,
-) -> WebhookCreated | InvalidWebhook | Forbidden:
+) -> WebhookCreated | InvalidWebhook | TooManyWebhooks | Forbidden:
     if (refused := _admin(context, "making a webhook")) is not None:
         return refused
     if (invalid := _invalid(context, url, events, run_filter, description)) is not None:
         return invalid
     scope = context.principal.scope
-    webhook = await context.storage.webhooks.create(
+    made = await context.storage.webhooks.create(
         url=url,
         events=sorted({event.value for event in events}),
         run_filter=WebhookFilter(
@@ -109,9 +123,22 @@ async def create_webhook(
         description=description,
         created_by=context.actor,
         now=datetime.now(UTC),
+        caps=context.webhooks.caps,
     )
+    if isinstance(made, CapReached):
+        return _too_many(made)
     context.storage.outbox.webhook_added()
-    return WebhookCreated(webhook, webhook.secret)
+    return WebhookCreated(made, made.secret)
+
+
+def _too_many(reached: CapReached) -> TooManyWebhooks:
+    whose = {
+        WebhookCap.PER_CREATOR: "you have",
+        WebhookCap.PER_SCOPE: "your scope has",
+        WebhookCap.TOTAL: "this server has",
+    }[reached.cap]
+    message = f"{whose} {reached.limit} webhooks, the most allowed: delete one to make another"
+    return TooManyWebhooks(message, reached.cap, reached.limit)
 
 
 async def webhooks(context: Context) -> list[Webhook]:

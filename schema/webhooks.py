@@ -14,7 +14,7 @@ from suspended_runs.schema.results import Forbidden, Problem
 from suspended_runs.storage.events.deliveries import Delivery, DeliveryStatus
 from suspended_runs.storage.events.outbox import EventType
 from suspended_runs.storage.events.webhooks import Webhook as StoredWebhook
-from suspended_runs.storage.events.webhooks import WebhookFormat
+from suspended_runs.storage.events.webhooks import WebhookCap, WebhookFormat
 
 strawberry.enum(
     EventType,
@@ -28,6 +28,12 @@ strawberry.enum(
     "Block Kit message.",
 )
 strawberry.enum(DeliveryStatus, name="DeliveryStatus")
+strawberry.enum(
+    WebhookCap,
+    name="WebhookCap",
+    description="PER_CREATOR: webhooks one admin made (WEBHOOK_MAX_PER_CREATOR); PER_SCOPE: "
+    "of admins of one scope (WEBHOOK_MAX_PER_SCOPE); TOTAL: all (WEBHOOK_MAX_TOTAL).",
+)
 _EVENT_NAMES = {event.value: event for event in EventType}
 
 
@@ -159,6 +165,15 @@ class InvalidWebhook(Problem):
     field: str
 
 
+@strawberry.type(
+    description="Nothing was made: as many webhooks as `cap` allows exist (`limit`). Those made "
+    "before a cap was lowered are kept; delete one to make another."
+)
+class TooManyWebhooks(Problem):
+    cap: WebhookCap
+    limit: int
+
+
 @strawberry.type
 class WebhookDeleted:
     id: strawberry.ID
@@ -180,7 +195,8 @@ class WebhookDeliveryNotFound(Problem):
 
 
 CreateWebhookResult = Annotated[
-    WebhookCreated | InvalidWebhook | Forbidden, strawberry.union("CreateWebhookResult")
+    WebhookCreated | InvalidWebhook | TooManyWebhooks | Forbidden,
+    strawberry.union("CreateWebhookResult"),
 ]
 DeleteWebhookResult = Annotated[
     WebhookDeleted | WebhookNotFound | Forbidden, strawberry.union("DeleteWebhookResult")
@@ -206,6 +222,8 @@ def shown(outcome: Any) -> Any:
             return WebhookRedelivered(delivery=WebhookDelivery.from_stored(delivery))
         case hooks.InvalidWebhook(message=message, field=field):
             return InvalidWebhook(message=message, field=field)
+        case hooks.TooManyWebhooks(message=message, cap=cap, limit=limit):
+            return TooManyWebhooks(message=message, cap=cap, limit=limit)
         case hooks.WebhookDeleted(id=webhook_id):
             return WebhookDeleted(id=strawberry.ID(webhook_id))
         case hooks.WebhookNotFound(id=webhook_id, message=message):

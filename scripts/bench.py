@@ -573,8 +573,15 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--live-writes", type=int, default=50, help="runs written, one at a time")
     parser.add_argument("--live-repeats", type=int, default=200, help="pages asked per server")
     parser.add_argument("--webhooks", action="store_true", help="only webhooks' figures")
-    parser.add_argument("--webhook-burst", type=int, default=1000, help="suspensions at once")
+    parser.add_argument("--webhook-burst", type=int, default=2000, help="suspensions at once")
+    parser.add_argument("--webhook-batch", type=int, default=100, help="runs a write in a burst")
     parser.add_argument("--webhook-singles", type=int, default=100, help="suspensions, one a time")
+    parser.add_argument(
+        "--webhook-parts", default="burst,kill,flood,failing", help="comma-separated parts"
+    )
+    parser.add_argument("--webhook-flood", type=int, default=300, help="webhooks of one admin")
+    parser.add_argument("--webhook-flood-seconds", type=float, default=45, help="pages asked for")
+    parser.add_argument("--webhook-fail-seconds", type=float, default=10, help="500s for")
     parser.add_argument("--hostile", action="store_true", help="only hostile requests' figures")
     parser.add_argument("--hung", action="store_true", help="only a hung database's figures")
     parser.add_argument("--hung-rounds", type=int, default=20, help="rounds of 4 requests")
@@ -797,25 +804,134 @@ def live_main(args: argparse.Namespace) -> int:
 
 
 def webhooks_main(args: argparse.Namespace) -> int:
-    """`--webhooks`: suspensions delivered per second in a burst; write-to-delivery delay."""
-    db = "bench_webhooks"
+    """`--webhooks`: bursts and single runs delivered, a kill mid-burst, floods of webhooks,
+    a receiver failing for a while (scripts/webhooks.py); `--webhook-parts` picks."""
+    parts, rows = set(args.webhook_parts.split(",")), []
     with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
-        log = Path(folder) / "serve.log"
-        load(mongo.uri, db, 1000)
-        served = serve(mongo.uri, db, log)
+        where = Path(folder)
+        for part, measure in WEBHOOK_PARTS.items():
+            if part in parts:
+                db = f"bench_webhooks_{part}"
+                load(mongo.uri, db, 1000)
+                _say(f"webhooks: {part}")
+                rows += measure(args, mongo.uri, db, where)
+    print(
+        "\n## Webhooks (1,000 runs before; embedded MongoDB; receivers in a process of their own)\n"
+    )
+    print("| figure | value |\n| --- | --- |")
+    for name, value in rows:
+        print(f"| {name} | {value} |")
+    return 0
+
+
+Rows = list[tuple[str, str]]
+
+
+def _burst_rows(args: argparse.Namespace, uri: str, db: str, folder: Path) -> Rows:
+    n, batch = args.webhook_burst, args.webhook_batch
+    served = serve(uri, db, folder / "serve.log")
+    try:
+        found = webhooks.burst(served.url, uri, db, n, batch, folder)
+        delays = webhooks.singles(served.url, uri, db, args.webhook_singles, folder)
+    finally:
+        served.stop()
+    listed, delivered = n / found["listed_s"], n / found["delivered_s"]
+    return [
+        (f"a burst of {n:,} (by {batch}): listed/s (all listed after)",
+         f"{listed:,.0f} ({found['listed_s']:.1f} s)"),
+        ("the same burst: delivered/s (the last delivered after)",
+         f"{delivered:,.0f} ({found['delivered_s']:.1f} s), {delivered / listed:.0%} of listed/s"),
+        (f"write -> delivered, one at a time, {args.webhook_singles} runs (median / p99)",
+         webhooks.summary(delays)),
+    ]  # fmt: skip
+
+
+def _kill_rows(args: argparse.Namespace, uri: str, db: str, folder: Path) -> Rows:
+    n, batch, log = args.webhook_burst, args.webhook_batch, folder / "serve.log"
+    receiver, served = webhooks.Receiver(folder), serve(uri, db, log)
+    try:
+        webhooks.make_webhooks(served.url, receiver.url("ok"), 1)
+        writer = webhooks.write_burst(uri, db, n, batch, "killed-agent", folder)
+        webhooks.wait_until(lambda: len(receiver.delivered("ok")) >= n // 3, every=0.01)
+        served.process.kill()  # SIGKILL
+        served.process.wait()
+        before = len(receiver.delivered("ok"))
+        webhooks.written(writer)
+        served = serve(uri, db, log)
+        back_at = time.time()
+        webhooks.wait_until(lambda: len(receiver.delivered("ok")) >= n)
+        after = sorted(t - back_at for t in receiver.delivered("ok").values() if t > back_at)
+        twice = webhooks.duplicates(receiver)
+    finally:
+        served.stop()
+        receiver.close()
+    most = after[int(len(after) * 0.95) - 1]
+    return [
+        (f"the burst, the server killed at {before:,} delivered, started again: delivered",
+         f"{n:,} of {n:,}, {twice} twice"),
+        ("after the start: the first delivered after (the dead one's lease runs out first)",
+         f"{after[0]:.1f} s"),
+        ("then 95% of the rest delivered at (a backlog, the follower caught up)",
+         f"{len(after) * 0.95 / (most - after[0]):,.0f}/s ({most - after[0]:.1f} s)"),
+        ("the last delivered after the start (attempts under way at the kill are made again "
+         "once their hold passes)", f"{after[-1]:.1f} s"),
+    ]  # fmt: skip
+
+
+def _flood_rows(args: argparse.Namespace, uri: str, db: str, folder: Path) -> Rows:
+    hooks, seconds = args.webhook_flood, args.webhook_flood_seconds
+    served = serve(uri, db, folder / "serve.log", **webhooks.FLOOD_SETTINGS)
+    try:
+        alone: list[float] = []
+        webhooks.polled(served.url, 5, alone, threading.Event())
+        hung = webhooks.flood(served.url, uri, db, hooks, seconds, "never", folder)
+    finally:
+        served.stop()
+    served = serve(uri, f"{db}_ok", folder / "serve.log", **webhooks.FLOOD_SETTINGS)
+    try:
+        answered = webhooks.flood(served.url, uri, f"{db}_ok", hooks, seconds, "ok", folder)
+    finally:
+        served.stop()
+    return [
+        ("another caller's page, no webhook (p50 / p99 / max)", webhooks.pages(alone)),
+        (f"the same, {seconds:g} s after {hooks} webhooks of one admin to a receiver that "
+         f"never answers, 5 runs ({hung[1]} attempts)", webhooks.pages(hung[0])),
+        ("/readyz meanwhile (p99 / max)", webhooks.readiness(hung[2])),
+        (f"the same, {hooks} webhooks answered 204 ({answered[1]:,} delivered)",
+         webhooks.pages(answered[0])),
+        ("/readyz meanwhile (p99 / max)", webhooks.readiness(answered[2])),
+    ]  # fmt: skip
+
+
+def _failing_rows(args: argparse.Namespace, uri: str, db: str, folder: Path) -> Rows:
+    n, batch, fail_for = args.webhook_burst, args.webhook_batch, args.webhook_fail_seconds
+    found = {}
+    for seconds in (0.0, fail_for):  # two that answer, then one of them failing first
+        served = serve(uri, f"{db}_{seconds:g}", folder / "serve.log")
         try:
-            _say(f"{args.webhook_burst} suspensions at once, {args.webhook_singles} one a time")
-            found = webhooks.delivery_figures(
-                served.url, mongo.uri, db, args.webhook_burst, args.webhook_singles
+            found[seconds] = webhooks.failing(
+                served.url, uri, f"{db}_{seconds:g}", n, batch, folder, seconds
             )
         finally:
             served.stop()
-    print("\n## Webhooks (1,000 runs before; embedded MongoDB; one receiver on loopback)\n")
-    print("| figure | value |\n| --- | --- |")
-    print(f"| a burst of {args.webhook_burst:,} suspensions: delivered/s | {found['rate']:,.0f} |")
-    delays = webhooks.summary(found["delays"])
-    print(f"| write -> delivered, one at a time (median / p99) | {delays} |")
-    return 0
+    both, one = found[0.0], found[fail_for]
+    return [
+        (f"a burst of {n:,} to two webhooks answering 204: delivered/s, each",
+         f"{n / both['ok_s']:,.0f} and {n / both['fail_s']:,.0f}"),
+        (f"the same, one answering 500 for {fail_for:g} s first: the other's delivered/s",
+         f"{n / one['ok_s']:,.0f}"),
+        ("the one answering 500 first: delivered/s (answered 500; all delivered after)",
+         f"{n / one['fail_s']:,.1f} ({one['500s']:,}; {n:,} of {n:,} after {one['fail_s']:.0f} s, "
+         f"{one['twice']} twice)"),
+    ]  # fmt: skip
+
+
+WEBHOOK_PARTS = {
+    "burst": _burst_rows,
+    "kill": _kill_rows,
+    "flood": _flood_rows,
+    "failing": _failing_rows,
+}
 
 
 def assigned_main(args: argparse.Namespace) -> int:

@@ -23,7 +23,6 @@ from starlette.routing import BaseRoute, Route, WebSocketRoute
 
 from suspended_runs.resolvers import LivePages, expire_forever
 from suspended_runs.resolvers.announcements import Announcer
-from suspended_runs.resolvers.context import WebhookRules
 from suspended_runs.resolvers.webhook_owners import (
     OwnersSeen,
     recheck_key_owners,
@@ -263,9 +262,8 @@ async def _lifespan(
     app.state.storage, app.state.runtimes = storage, runtimes
     app.state.follower_task = follower_task
     _request_state(app, settings, storage, manifest)
-    tasks = _timed_tasks(
-        app, settings, WebhookDeliverer(storage, settings.delivery_rules, instance)
-    )
+    rules = settings.delivery_rules(settings.production)
+    tasks = _timed_tasks(app, settings, WebhookDeliverer(storage, rules, instance))
     try:
         yield
     finally:
@@ -323,9 +321,7 @@ def _request_state(
         per_minute=settings.persisted_queries_per_minute,
     )
     app.state.policy, app.state.limits = settings.decision_policy, settings.request_limits
-    app.state.webhook_rules = WebhookRules(
-        settings.outbound_rules, timedelta(seconds=settings.webhook_rotation_seconds)
-    )
+    app.state.webhook_rules = settings.webhook_rules(settings.production)
     app.state.live = LivePages(storage, max_per_caller=settings.max_subscriptions_per_caller)
     app.state.owners_seen = OwnersSeen(storage)
     app.state.connections = Connections()

@@ -12,21 +12,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from suspended_runs.resolvers import DecisionPolicy, RequestLimits
 from suspended_runs.resolvers.review_policies import ReviewPolicies
 from suspended_runs.runtime import ConfigurationError, MastraServers
-from suspended_runs.runtime.webhooks.addresses import OutboundRules
-from suspended_runs.runtime.webhooks.attempt import AttemptRules
-from suspended_runs.runtime.webhooks.payloads import PayloadRules
 from suspended_runs.schema import Limits
 from suspended_runs.server.auth import DEFAULT_SCOPE_CLAIM, JwtConfig
 from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopback
 from suspended_runs.server.langgraph_settings import LangGraphSettings
 from suspended_runs.server.peers import Proxies
 from suspended_runs.server.people_settings import PeopleSettings
+from suspended_runs.server.webhook_settings import WebhookSettings
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
 
 
-class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
+class Settings(BaseSettings, LangGraphSettings, PeopleSettings, WebhookSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     host: str = "127.0.0.1"
@@ -151,27 +149,6 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
     otel_exporter_otlp_endpoint: str | None = Field(
         None, description="Where to send OpenTelemetry traces (OTLP over HTTP); unset: none."
     )
-    public_url: str | None = Field(
-        None, description="This server's public base URL, for links in webhooks (inboxUrl)."
-    )
-    webhook_retry_seconds: str = Field(
-        "5,30,120,600,1800,3600,7200,14400,28800,43200",
-        description="Comma-separated waits before each retry of a webhook delivery.",
-    )
-    webhook_timeout_seconds: float = Field(10.0, gt=0, description="Per delivery attempt.")
-    webhook_rotation_seconds: float = Field(
-        86_400.0, ge=0, description="How long a rotated webhook secret keeps signing."
-    )
-    webhook_expiring_seconds: float = Field(
-        300.0, gt=0, description="approval.expiring is sent this long before an expiry."
-    )
-    webhook_max_args_bytes: int = Field(
-        16_384, ge=0, description="Larger arguments are sent as {truncated, bytes}."
-    )
-    webhook_allowed_hosts: str = Field(
-        "", description="Comma-separated hosts (*.example.com) and CIDRs webhooks may reach."
-    )
-    webhook_concurrency: int = Field(4, ge=1, le=64, description="Attempts at once per webhook.")
     api_keys_file: Path | None = None
     api_keys_reload_seconds: float = Field(
         5.0, ge=0, description="How often API_KEYS_FILE is checked for changes (0: never)."
@@ -226,17 +203,6 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
     @classmethod
     def _proxies(cls, value: str) -> str:
         Proxies.parse(value)
-        return value
-
-    @field_validator("webhook_retry_seconds")
-    @classmethod
-    def _retry_schedule(cls, value: str) -> str:
-        try:
-            waits = [float(part) for part in _split(value)]
-        except ValueError:
-            raise ValueError("a comma-separated list of seconds") from None
-        if not waits or any(wait <= 0 for wait in waits):
-            raise ValueError("at least one wait, each a positive number of seconds")
         return value
 
     @field_validator("jwt_jwks_url")
@@ -348,20 +314,6 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
             headers=self.mastra_headers,
             timeout_seconds=self.mastra_timeout_seconds,
         )
-
-    @property
-    def delivery_rules(self) -> AttemptRules:
-        return AttemptRules(
-            retry_seconds=tuple(float(part) for part in _split(self.webhook_retry_seconds)),
-            timeout_seconds=self.webhook_timeout_seconds,
-            concurrency=self.webhook_concurrency,
-            outbound=self.outbound_rules,
-            payloads=PayloadRules(self.public_url, self.webhook_max_args_bytes),
-        )
-
-    @property
-    def outbound_rules(self) -> OutboundRules:
-        return OutboundRules.parse(self.production, _split(self.webhook_allowed_hosts))
 
     @property
     def claim_lease(self) -> timedelta:

@@ -95,14 +95,15 @@ class Storage:
         queries = PersistedQueryStore(
             db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max, persisted_queries_per_scope
         )
+        state = db[FOLLOWER_STATE_COLLECTION]  # also counts admins' changes to webhooks
         return cls(
             client=client, db=db, runs=runs, follower=follower,
             python_snapshots=PythonSnapshots(snapshots),
             decisions=DecisionLog(db[DECISIONS_COLLECTION], db[IDEMPOTENCY_COLLECTION], retention),
             persisted_queries=queries,
             outbox=outbox,
-            webhooks=WebhookStore(db[WEBHOOKS_COLLECTION]),
-            deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention),
+            webhooks=WebhookStore(db[WEBHOOKS_COLLECTION], state),
+            deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention, state),
             approvals=ApprovalStore(db[APPROVALS_COLLECTION], retention),
             langgraph=threads,
         )  # fmt: skip

@@ -244,7 +244,14 @@ class Server:
     """`suspended-runs serve` as a process, on its own embedded MongoDB under `data_dir`
     unless `env` names another (MONGODB_URI) or adds settings."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        env: dict[str, str] | None = None,
+        module: str = "suspended_runs.server.cli",
+    ) -> None:
+        self.module = module
+        """What runs `serve`: the CLI, or a test's wrapper of it (tests/crash_points.py)."""
         self.log = data_dir.parent / "serve.log"
         self.port = free_port()
         self.env = {"DATA_DIR": str(data_dir), "PORT": str(self.port), "MONGODB_URI": ""}
@@ -260,7 +267,7 @@ class Server:
         env.update({k: v for k, v in self.env.items() if v})
         with self.log.open("a") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "suspended_runs.server.cli", "serve"],
+                [sys.executable, "-m", self.module, "serve"],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -281,6 +288,17 @@ class Server:
         process.send_signal(sig)
         try:
             return process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+            raise
+
+    def exited(self, within: float) -> int:
+        """The exit status of a process that ends by itself (-9: it killed itself)."""
+        assert self.process is not None
+        process, self.process = self.process, None
+        try:
+            return process.wait(within)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()

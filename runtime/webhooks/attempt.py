@@ -1,16 +1,18 @@
 """One attempt to post a delivery, and what it means for the next: delivered, retried
 on a schedule, or failed.
 
-Any answer but 2xx, a timeout or a refused connection is retried by the schedule
-(`WEBHOOK_RETRY_SECONDS`); `429` with `Retry-After` sets the next attempt within the
-schedule's bounds; `410 Gone` disables the webhook. Redirects are not followed, and at
-most `_RESPONSE_BYTES` of an answer are read.
+Any answer but 2xx, a timeout, a refused connection, or any other failure of the attempt
+is retried by the schedule (`WEBHOOK_RETRY_SECONDS`): an attempt always ends in a result
+to record. `429` with a `Retry-After` that reads as a finite wait sets the next attempt
+within the schedule's bounds; `410 Gone` disables the webhook. Redirects are not
+followed, and at most `_RESPONSE_BYTES` of an answer are read.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -31,8 +33,11 @@ class AttemptRules:
     retry_seconds: tuple[float, ...]
     timeout_seconds: float
     concurrency: int
+    """Attempts under way at once per webhook."""
     outbound: OutboundRules
     payloads: PayloadRules
+    max_in_flight: int = 64
+    """Attempts under way at once in all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +61,13 @@ class Attempt:
         self.delivery = delivery
 
     async def make(self, now: datetime) -> Result:
-        """Post once (the attempt is already recorded), signed with `now`."""
+        """Post once (the attempt is already recorded), signed with `now`; never raises."""
+        try:
+            return await self._make(now)
+        except Exception as exc:  # whatever failed, the attempt is recorded and retried
+            return self._retry(now, None, _error_text(exc))
+
+    async def _make(self, now: datetime) -> Result:
         try:
             address = await self.rules.outbound.check(self.webhook.url)
         except RefusedAddress as exc:
@@ -129,20 +140,28 @@ class Attempt:
 
 
 def _retry_after(value: str | None, now: datetime) -> float | None:
-    """`Retry-After` as seconds: a number of seconds, or an HTTP date."""
+    """`Retry-After` as seconds: a number of seconds, or an HTTP date; None when it reads
+    as no finite wait (`nan`, `inf`, a date out of range), which the schedule then sets."""
     if not value:
         return None
+    seconds: float | None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
-        pass
+        seconds = _seconds_until(value, now)
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    return max(seconds, 0.0)
+
+
+def _seconds_until(value: str, now: datetime) -> float | None:
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return (when - now).total_seconds()
+    except (TypeError, ValueError, OverflowError, IndexError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return max((when - now).total_seconds(), 0.0)
 
 
 def _error_text(exc: Exception) -> str:

@@ -1,10 +1,19 @@
 """The deliverer: posts every event to the webhooks that want it, at least once.
 
 One instance delivers at a time (a lease, as the follower's); the others stand by and
-take over when it stops renewing. It turns each new event of the outbox into one delivery
-per matching webhook, then attempts the deliveries due: in order per run and webhook (a
-delivery waiting for a retry holds back that run's later events to that webhook only),
-at most `concurrency` at once per webhook (a slow receiver delays no other).
+take over when it stops renewing. Its database work is two loops, each one batched
+operation at a time, so requests keep their share of the database however many webhooks,
+events or hanging receivers there are:
+
+- this one, in steps: events not yet turned into deliveries become one delivery per
+  matching webhook; what came due since the last step is read into the agenda
+  (agenda.py); the due deliveries that get a slot (slots.py), the first of their run's
+  lane (lanes.py), are begun in one write, then posted at once;
+- the recorder's (recorder.py): where attempts left their deliveries, a batch at a time.
+
+A step costs what came due, not what exists: a delivery waiting for its retry, or behind
+an earlier one of its run, is read only once that retry is due. An attempt that ends, or
+an event written by this process, starts the next step at once.
 """
 
 from __future__ import annotations
@@ -19,9 +28,13 @@ import httpx
 from pymongo.errors import PyMongoError
 
 from suspended_runs.runtime.metrics import WEBHOOK_ATTEMPTS
+from suspended_runs.runtime.webhooks.agenda import Agenda
 from suspended_runs.runtime.webhooks.attempt import Attempt, AttemptRules
+from suspended_runs.runtime.webhooks.lanes import Lanes
+from suspended_runs.runtime.webhooks.recorder import Recorder
+from suspended_runs.runtime.webhooks.slots import Candidate, Slots
 from suspended_runs.storage import Storage
-from suspended_runs.storage.events.deliveries import Delivery
+from suspended_runs.storage.events.deliveries import Delivery, DeliveryStatus, Finished
 from suspended_runs.storage.events.webhooks import Webhook
 from suspended_runs.storage.follower.stopping import cancelled_meanwhile
 from suspended_runs.storage.index.entry import RunEntry
@@ -31,10 +44,12 @@ from suspended_runs.storage.types import FOLLOWER_STATE_COLLECTION, Document
 log = logging.getLogger(__name__)
 
 DELIVERER_LEASE = "webhook-deliverer"
-_BATCH = 500
-_PENDING_LOOKED_AT = 500
-_LOOK_DEEP_EVERY = 5.0
-"""Seconds between looks at every pending delivery, not only a webhook's oldest."""
+_FAN_OUT_BATCH = 500
+_WEBHOOKS_READ_EVERY = 5.0
+"""Seconds between reads of every webhook though their count of changes stood still (a
+writer that died between its change and the count)."""
+_READ_ALL_EVERY = 10.0
+"""Seconds between reads of everything due, for what the agenda could not see coming."""
 
 
 def _now() -> datetime:
@@ -59,17 +74,31 @@ class WebhookDeliverer:
         )
         self.holding = False
         self._renewed = 0.0
-        self._in_flight: dict[str, asyncio.Task[None]] = {}
-        """Attempts under way or waiting for a slot, by delivery."""
-        self._slots: dict[str, asyncio.Semaphore] = {}
-        self._live_ids: frozenset[str] | None = None
-        self._looked_deep = 0.0
+        self.lanes, self.agenda = Lanes(), Agenda()
+        self.slots = Slots(rules.concurrency, rules.max_in_flight)
+        self.recorder = Recorder(storage)
+        self._lanes_read = False
+        self._read_at = self._all_read_at = 0.0
+        self._webhooks: dict[str, Webhook] = {}
+        self._webhooks_seen: tuple[int, float] | None = None
+        """The count of changes the webhooks were read at, and when (monotonic)."""
+        self._live: set[str] | None = None
+        self._posting: set[asyncio.Task[None]] = set()
+        self._last_until: datetime | None = None
+        self._woken = asyncio.Event()
+        self._events_written = True
+        self._fanned_out_at = 0.0
+        storage.outbox.listeners.append(self._new_events)
+        in_flight = httpx.Limits(
+            max_connections=rules.max_in_flight, max_keepalive_connections=rules.max_in_flight
+        )
         self._client = httpx.AsyncClient(
-            follow_redirects=False, trust_env=False, timeout=rules.timeout_seconds
+            follow_redirects=False, trust_env=False, timeout=rules.timeout_seconds, limits=in_flight
         )
 
     async def run(self) -> None:
         """Deliver while this instance holds the lease, until cancelled."""
+        recording = asyncio.create_task(self.recorder.forever(), name="webhook-recorder")
         try:
             while True:
                 try:
@@ -79,16 +108,23 @@ class WebhookDeliverer:
                 except PyMongoError as exc:  # the database may be down: try again
                     if cancelled_meanwhile():
                         raise asyncio.CancelledError from exc
+                    self._lanes_read = False  # what a failed write left is read again
                     log.warning("webhook delivery paused", extra={"reason": str(exc)})
-                await asyncio.sleep(self.every)
+                await self._wait()
         finally:
+            recording.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await recording
             await self.close()
 
     async def close(self) -> None:
-        tasks = list(self._in_flight.values())
+        with contextlib.suppress(ValueError):
+            self.storage.outbox.listeners.remove(self._new_events)
+        tasks = list(self._posting)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.recorder.close()
         if self.holding:
             with contextlib.suppress(PyMongoError):
                 await self.lease.release()
@@ -96,105 +132,175 @@ class WebhookDeliverer:
         await self._client.aclose()
 
     async def step(self) -> None:
-        """Turn new events into deliveries, and start the attempts that are due."""
-        webhooks = {w.webhook_id: w for w in await self.storage.webhooks.all()}
-        await self._fan_out(webhooks)
-        await self._start_due(webhooks)
+        """Turn new events into deliveries, read what came due, and begin what gets a slot.
+        A step woken by an attempt that ended, with nothing new, only begins."""
+        if not self._lanes_read:  # as the deliveries are, with what ended here written
+            await self.recorder.flush()
+            self.lanes.read(await self.storage.deliveries.waiting(_now()))
+            self.agenda.read_up_to = None
+            self._lanes_read = True
+        now, fresh = time.monotonic(), False
+        if self.recorder.released or now - self._read_at >= self.every:
+            self.recorder.released = False
+            await self._read_due()
+            # After the read: a redelivery read there was written after the webhook
+            # changes before it (a rotated secret), which this sees.
+            await self._current_webhooks()
+            fresh = True
+        if self._events_written or now - self._fanned_out_at >= self.every:
+            self._events_written = False
+            await self._fan_out(self._webhooks if fresh else await self._current_webhooks())
+            self._fanned_out_at = now
+        await self._start_due(self._webhooks)
+
+    def _new_events(self) -> None:
+        self._events_written = True
+        self._woken.set()
+
+    async def _wait(self) -> None:
+        """Until `every` passes, an event is written here, or an attempt ends."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.every):
+                await self._woken.wait()
+        self._woken.clear()
 
     async def _hold(self) -> bool:
         now = time.monotonic()
         if self.holding and now - self._renewed < self.lease.renew_every:
             return True
+        if not self.holding and now - self._renewed < self.every:
+            return False  # woken by events written here: the lease is asked no more often
         held = await (self.lease.renew({}) if self.holding else self.lease.take({}))
         if held and not self.holding:
             log.info("this instance delivers webhooks", extra={"holder": self.lease.holder})
+            self._lanes_read = False  # another may have delivered meanwhile
         self.holding, self._renewed = held, now
         return held
 
+    async def _current_webhooks(self) -> dict[str, Webhook]:
+        """Every webhook, read again when an admin changed one (or redelivered: then all
+        that is due is read again too); what waits for a webhook deleted or disabled
+        since is given up."""
+        changes, now = await self.storage.webhooks.changes(), time.monotonic()
+        seen = self._webhooks_seen
+        if seen is None or seen[0] != changes or now - seen[1] >= _WEBHOOKS_READ_EVERY:
+            self._webhooks = {w.webhook_id: w for w in await self.storage.webhooks.all()}
+            self._webhooks_seen = (changes, now)
+            if seen is not None and seen[0] != changes:
+                self.agenda.read_up_to = None
+        live = {w.webhook_id for w in self._webhooks.values() if not w.disabled}
+        if live != self._live:
+            await self.storage.deliveries.give_up_all_but(sorted(live), _now())
+            self.lanes.keep_only(live)
+            self.agenda.keep_only(live)
+            self._live = live
+        return self._webhooks
+
     async def _fan_out(self, webhooks: dict[str, Webhook]) -> None:
+        """New events' deliveries, due at once: into the agenda as they are made."""
         outbox, now = self.storage.outbox, _now()
-        while events := await outbox.not_fanned_out(_BATCH):
-            targets = [
-                (event, [w.webhook_id for w in webhooks.values() if _wants(w, event)])
-                for event in events
-            ]
-            await self.storage.deliveries.add(targets, now)
+        live = [w for w in webhooks.values() if not w.disabled]
+        while events := await outbox.not_fanned_out(_FAN_OUT_BATCH):
+            targets = [(event, _wanting(live, event)) for event in events]
+            self.agenda.add(await self.storage.deliveries.add(targets, now))
             await outbox.fanned_out([event["_id"] for event in events])
-            if len(events) < _BATCH:
+            if len(events) < _FAN_OUT_BATCH:
                 return
 
+    async def _read_due(self) -> None:
+        """Into the agenda: what came due since the last read, or (when it starts, after
+        an admin's change, and now and then) all that is due, which the agenda becomes."""
+        now, since = _now(), self.agenda.read_from()
+        if time.monotonic() - self._all_read_at >= _READ_ALL_EVERY:
+            since = None
+        due = await self.storage.deliveries.due(now, since)
+        fresh = [d for d in due if not self.slots.under_way(d.delivery_id)]
+        if since is None:
+            self.agenda.replace(fresh)
+            self._all_read_at = time.monotonic()
+        else:
+            self.agenda.add(fresh)
+        self.agenda.read_up_to, self._read_at = now, time.monotonic()
+
     async def _start_due(self, webhooks: dict[str, Webhook]) -> None:
-        """Start what is due, webhook by webhook (each attempt then waits for one of its
-        webhook's `concurrency` slots); give up what waits for a webhook gone or disabled."""
-        live = [w for w in webhooks.values() if not w.disabled]
-        live_ids = frozenset(w.webhook_id for w in live)
-        if live_ids != self._live_ids:  # one went (or this is the first look)
-            await self.storage.deliveries.give_up_all_but(sorted(live_ids), _now())
-            self._live_ids = live_ids
-        # Past the first page only now and then: what waits there waits for a retry, and
-        # a webhook failing for a day may hold many thousands.
-        deep = time.monotonic() - self._looked_deep >= _LOOK_DEEP_EVERY
-        if deep:
-            self._looked_deep = time.monotonic()
-        for webhook in live:
-            now, heads, after = _now(), set[str | None](), None
-            while True:
-                pending = await self.storage.deliveries.pending(
-                    webhook.webhook_id, _PENDING_LOOKED_AT, after=after
-                )
-                for delivery in pending:
-                    if delivery.run_id in heads:
-                        continue  # a run's later event waits for its earlier one
-                    heads.add(delivery.run_id)
-                    due = delivery.next_attempt_at is None or delivery.next_attempt_at <= now
-                    if due and delivery.delivery_id not in self._in_flight:
-                        self._start(delivery, webhook)
-                if not deep or len(pending) < _PENDING_LOOKED_AT:
-                    break
-                after = pending[-1].delivery_id
-
-    def _start(self, delivery: Delivery, webhook: Webhook) -> None:
-        delivery_id = delivery.delivery_id
-        task = asyncio.create_task(self._attempt(delivery, webhook))
-        self._in_flight[delivery_id] = task
-
-        def done(_: asyncio.Task[None]) -> None:
-            self._in_flight.pop(delivery_id, None)
-
-        task.add_done_callback(done)
-
-    async def _attempt(self, delivery: Delivery, webhook: Webhook) -> None:
-        slots = self._slots.setdefault(
-            webhook.webhook_id, asyncio.Semaphore(self.rules.concurrency)
-        )
-        async with slots:
-            try:
-                await self._attempt_once(delivery, webhook)
-            except PyMongoError as exc:  # made again once its attempt's hold runs out
-                log.warning("a webhook attempt was not recorded", extra={"reason": str(exc)})
-
-    async def _attempt_once(self, delivery: Delivery, webhook: Webhook) -> None:
-        deliveries, now = self.storage.deliveries, _now()
-        until = now + timedelta(seconds=self.rules.timeout_seconds * 2 + 5)
-        until = until.replace(microsecond=until.microsecond // 1000 * 1000)  # as BSON keeps it
-        whole = await deliveries.begin_attempt(delivery, now, until)
-        if whole is None:
+        """Begin the due deliveries that get a slot; hold back to its time what waits
+        behind a retry of its run."""
+        if self.slots.free() <= 0 or not len(self.agenda):
             return
-        result = await Attempt(self._client, self.rules, webhook, whole).make(now)
+        deliveries = self.storage.deliveries
+        candidates, held = self._candidates(webhooks)
+        for retry_at, waiting in held.items():
+            await deliveries.hold_back([d.delivery_id for d in waiting], retry_at)
+            for delivery in waiting:
+                self.agenda.remove(delivery)
+        taken = self.slots.take(candidates)
+        if not taken:
+            return
+        now = _now()
+        until = self._hold_until(now)
+        begun = await deliveries.begin([delivery for delivery, _ in taken], now, until)
+        for delivery, webhook in taken:
+            self.agenda.remove(delivery)
+            if delivery.delivery_id not in begun:  # it changed meanwhile: read all due
+                self.agenda.read_up_to = None
+                continue
+            self.lanes.started(delivery)
+            self.slots.started(delivery.delivery_id, webhook)
+            task = asyncio.create_task(self._attempt(delivery, webhook, now, until))
+            self._posting.add(task)
+            task.add_done_callback(self._posting.discard)
+
+    def _candidates(
+        self, webhooks: dict[str, Webhook]
+    ) -> tuple[list[Candidate], dict[datetime, list[Delivery]]]:
+        """Of the agenda, each webhook's first deliveries of lanes that wait for nothing,
+        as many as it has room for; and those that wait behind their lane's retry."""
+        candidates: list[Candidate] = []
+        held: dict[datetime, list[Delivery]] = {}
+        for webhook_id in self.agenda.webhooks():
+            webhook = webhooks.get(webhook_id)
+            if webhook is None or webhook.disabled:
+                continue
+            room, looked = self.slots.room(webhook), set[str]()
+            for delivery in self.agenda.of(webhook_id):
+                if room <= 0:
+                    break
+                if delivery.run_id in looked:
+                    continue
+                looked.add(delivery.run_id)
+                head = self.lanes.ahead_of(delivery)
+                if head is None:
+                    candidates.append((delivery, webhook))
+                    room -= 1
+                elif head.retry_at is not None:
+                    held.setdefault(head.retry_at, []).append(delivery)
+                    head.behind.add(delivery.delivery_id)
+        return candidates, held
+
+    def _hold_until(self, now: datetime) -> datetime:
+        """An attempt's hold: past its timeout, so a crash's attempt is made again after
+        it; to the millisecond, as BSON keeps it, and unique to this batch."""
+        until = now + timedelta(seconds=self.rules.timeout_seconds * 2 + 5)
+        until = until.replace(microsecond=until.microsecond // 1000 * 1000)
+        if self._last_until is not None and until <= self._last_until:
+            until = self._last_until + timedelta(milliseconds=1)
+        self._last_until = until
+        return until
+
+    async def _attempt(
+        self, delivery: Delivery, webhook: Webhook, now: datetime, until: datetime
+    ) -> None:
+        """Post once; the slot and the lane are free (or wait for the retry) at once, and
+        the recorder writes where the attempt left the delivery."""
+        result = await Attempt(self._client, self.rules, webhook, delivery).make(now)
         WEBHOOK_ATTEMPTS.labels(outcome=result.outcome).inc()
-        if result.gone:
-            await self.storage.webhooks.disable(
-                webhook.webhook_id, "the receiver answered 410 Gone"
-            )
-        await deliveries.finish_attempt(
-            delivery.delivery_id,
-            result.status,
-            status_code=result.status_code,
-            error=result.error,
-            next_attempt_at=result.next_attempt_at,
-            now=_now(),
-            until=until,
-        )
+        retry_at = result.next_attempt_at if result.status is DeliveryStatus.PENDING else None
+        self.slots.ended(delivery.delivery_id)
+        released = self.lanes.ended(delivery, retry_at)
+        r = result
+        finished = Finished(delivery.delivery_id, until, r.status, r.status_code, r.error, retry_at)
+        self.recorder.ended(finished, released, webhook.webhook_id if r.gone else None)
+        self._woken.set()
         log.info(
             "webhook attempt",
             extra={
@@ -207,12 +313,14 @@ class WebhookDeliverer:
         )
 
 
-def _wants(webhook: Webhook, event: Document) -> bool:
-    if webhook.disabled or event.get("type") not in webhook.events:
-        return False
+def _wanting(webhooks: list[Webhook], event: Document) -> list[str]:
+    """The webhooks that want `event`: its type, and its run within their filters."""
+    wanting = [w for w in webhooks if event.get("type") in w.events]
+    if not wanting:
+        return []
     try:
         run = RunEntry.from_document(event.get("run") or {})
     except (KeyError, ValueError, TypeError):
         log.warning("an event's run could not be read", extra={"eventId": event.get("_id")})
-        return False
-    return webhook.filter.matches(run)
+        return []
+    return [w.webhook_id for w in wanting if w.filter.matches(run)]

@@ -4,6 +4,12 @@ A delivery is PENDING until an attempt is answered with 2xx (DELIVERED) or the r
 schedule runs out (FAILED, redeliverable). An attempt is recorded before it is made
 (`attemptingUntil`), so an attempt cut short by a crash is made again once that passes;
 one recorded DELIVERED is never attempted again but by `redeliver`.
+
+`nextAttemptAt` is when a PENDING delivery is next due: at once when it is made, at a
+retry's time, at its attempt's hold while one is under way, or at the retry of an earlier
+delivery of its run that it waits behind. So the deliverer finds what is due with one
+query on `{status, nextAttemptAt}`, whatever waits, and begins and finishes attempts a
+batch at a time (docs/webhooks.md, "Delivery").
 """
 
 from __future__ import annotations
@@ -14,14 +20,19 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateMany, UpdateOne
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
 from suspended_runs.storage.events.outbox import DUPLICATE_KEY
+from suspended_runs.storage.events.webhooks import count_change
 from suspended_runs.storage.types import Document
 
 _REDELIVERY_TRIES = 5
+_OLD_INDEX = "webhookId_1_status_1__id_1"
+"""Each webhook's pending deliveries, asked webhook by webhook by an older deliverer."""
+_INSERTED_AT_ONCE = 500
+"""Deliveries per insert: a write's share of the database stays short beside requests'."""
 
 
 class DeliveryStatus(StrEnum):
@@ -73,6 +84,28 @@ class Delivery:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A PENDING delivery not yet due: under way, waiting for a retry, or held back."""
+
+    delivery_id: str
+    webhook_id: str
+    run_id: str
+    until: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """Where an attempt begun with hold `until` left its delivery."""
+
+    delivery_id: str
+    until: datetime
+    status: DeliveryStatus
+    status_code: int | None = None
+    error: str | None = None
+    next_attempt_at: datetime | None = None
+
+
 def delivery_id(event: Document, webhook_id: str) -> str:
     """Sortable by the event's time, and the same for every writer of one delivery."""
     at: datetime = event["at"]
@@ -81,23 +114,30 @@ def delivery_id(event: Document, webhook_id: str) -> str:
 
 
 class DeliveryStore:
-    def __init__(self, collection: AsyncCollection[Document], retention: timedelta) -> None:
+    def __init__(
+        self,
+        collection: AsyncCollection[Document],
+        retention: timedelta,
+        state: AsyncCollection[Document],
+    ) -> None:
         # MongoDB's default acknowledgement: a write lost with the database is an attempt
         # made again, which at least once allows.
         self.collection = collection
         self.retention = retention
+        self._state = state
+        """Where a redelivery is counted, which the deliverer looks for (webhooks.py)."""
 
     async def ensure_indexes(self) -> None:
-        await self.collection.create_index(
-            [("webhookId", ASCENDING), ("status", ASCENDING), ("_id", ASCENDING)]
-        )
+        await self.collection.create_index([("status", ASCENDING), ("nextAttemptAt", ASCENDING)])
         await self.collection.create_index([("status", ASCENDING), ("_id", ASCENDING)])
         await self.collection.create_index([("webhookId", ASCENDING), ("_id", DESCENDING)])
         await self.collection.create_index("expiresAt", expireAfterSeconds=0)
+        if _OLD_INDEX in await self.collection.index_information():
+            await self.collection.drop_index(_OLD_INDEX)  # every write paid for it
 
-    async def add(self, targets: list[tuple[Document, list[str]]], now: datetime) -> None:
-        """The deliveries of each event to its webhooks, in one write (those already there,
-        written before a crash, are kept)."""
+    async def add(self, targets: list[tuple[Document, list[str]]], now: datetime) -> list[Delivery]:
+        """The deliveries of each event to its webhooks, a write per `_INSERTED_AT_ONCE`;
+        those made (one already there, written before a crash, is kept as it is)."""
         docs = [
             {
                 "_id": delivery_id(event, webhook_id),
@@ -117,30 +157,38 @@ class DeliveryStore:
             for event, webhook_ids in targets
             for webhook_id in webhook_ids
         ]
-        if not docs:
-            return
-        try:
-            await self.collection.insert_many(docs, ordered=False)
-        except BulkWriteError as exc:
-            errors = exc.details.get("writeErrors", [])
-            if any(error.get("code") != DUPLICATE_KEY for error in errors):
-                raise
+        made: list[Delivery] = []
+        for i in range(0, len(docs), _INSERTED_AT_ONCE):
+            some, there = docs[i : i + _INSERTED_AT_ONCE], set[int]()
+            try:
+                await self.collection.insert_many(some, ordered=False)
+            except BulkWriteError as exc:
+                errors = exc.details.get("writeErrors", [])
+                if any(error.get("code") != DUPLICATE_KEY for error in errors):
+                    raise
+                there = {error["index"] for error in errors}
+            made += [Delivery.from_document(d) for k, d in enumerate(some) if k not in there]
+        return made
 
-    async def pending(
-        self, webhook_id: str, limit: int, after: str | None = None
-    ) -> list[Delivery]:
-        """A webhook's oldest PENDING deliveries (after the delivery `after`), in the order
-        of their events, without their runs (asked often): `begin_attempt` reads one whole."""
-        query: Document = {"webhookId": webhook_id, "status": DeliveryStatus.PENDING.value}
-        if after is not None:
-            query["_id"] = {"$gt": after}
+    async def due(self, now: datetime, since: datetime | None = None) -> list[Delivery]:
+        """PENDING deliveries due by `now`: all of them, or those that came due `since`
+        (a range of the `{status, nextAttemptAt}` index: what came due, not what waits)."""
+        due: Document = {"$lte": now} | ({"$gte": since} if since is not None else {})
         cursor = self.collection.find(
-            query,
-            {"run": 0},
-            sort=[("_id", 1)],
-            limit=limit,
+            {"status": DeliveryStatus.PENDING.value, "nextAttemptAt": due}
         )
         return [Delivery.from_document(doc) async for doc in cursor]
+
+    async def waiting(self, now: datetime) -> list[Waiting]:
+        """PENDING deliveries not due by `now` (read when an instance starts delivering)."""
+        cursor = self.collection.find(
+            {"status": DeliveryStatus.PENDING.value, "nextAttemptAt": {"$gt": now}},
+            {"webhookId": 1, "runId": 1, "nextAttemptAt": 1},
+        )
+        return [
+            Waiting(doc["_id"], doc["webhookId"], doc["runId"], doc["nextAttemptAt"])
+            async for doc in cursor
+        ]
 
     async def give_up_all_but(self, webhook_ids: list[str], now: datetime) -> int:
         """FAILED: the PENDING deliveries of webhooks deleted or disabled since."""
@@ -157,49 +205,65 @@ class DeliveryStore:
         )
         return result.modified_count
 
-    async def begin_attempt(
-        self, delivery: Delivery, now: datetime, until: datetime
-    ) -> Delivery | None:
-        """Record an attempt before it is made; the delivery whole, as it was before this
-        attempt (None: another has it under way, or it changed meanwhile)."""
-        doc = await self.collection.find_one_and_update(
-            {
-                "_id": delivery.delivery_id,
-                "status": DeliveryStatus.PENDING.value,
-                "attempts": delivery.attempts,
-                # None, or passed: no top-level $or, which the embedded server scans.
-                "attemptingUntil": {"$not": {"$gt": now}},
-            },
-            {"$inc": {"attempts": 1}, "$set": {"attemptingUntil": until, "lastAttemptAt": now}},
-            return_document=ReturnDocument.BEFORE,
-        )
-        return Delivery.from_document(doc) if doc else None
-
-    async def finish_attempt(
-        self,
-        delivery_id: str,
-        status: DeliveryStatus,
-        *,
-        status_code: int | None,
-        error: str | None,
-        next_attempt_at: datetime | None,
-        now: datetime,
-        until: datetime,
-    ) -> None:
-        """Where the attempt that `begin_attempt` recorded with `until` left the delivery:
-        unless it was redelivered meanwhile (then the redelivery stands)."""
-        update: dict[str, Any] = {
-            "status": status.value,
-            "lastStatusCode": status_code,
-            "lastError": error,
-            "nextAttemptAt": next_attempt_at,
-            "attemptingUntil": None,
+    async def begin(self, deliveries: list[Delivery], now: datetime, until: datetime) -> set[str]:
+        """Record an attempt of each delivery before it is made, held until `until` (unique
+        to this call): no step finds it due before. The ids of those begun: one that
+        changed since it was read (another attempt, a redelivery) or is under way elsewhere
+        is left."""
+        if not deliveries:
+            return set()
+        begin = {
+            "$inc": {"attempts": 1},
+            "$set": {"attemptingUntil": until, "lastAttemptAt": now, "nextAttemptAt": until},
         }
-        if status is DeliveryStatus.DELIVERED:
-            update["deliveredAt"] = now
-        await self.collection.update_one(
-            {"_id": delivery_id, "attemptingUntil": until}, {"$set": update}
+        ops = [
+            UpdateOne(
+                {
+                    "_id": d.delivery_id,
+                    "status": DeliveryStatus.PENDING.value,
+                    "attempts": d.attempts,
+                    # None, or passed: no top-level $or, which the embedded server scans.
+                    "attemptingUntil": {"$not": {"$gt": now}},
+                },
+                begin,
+            )
+            for d in deliveries
+        ]
+        ids = [d.delivery_id for d in deliveries]
+        if (await self.collection.bulk_write(ops, ordered=False)).modified_count == len(ops):
+            return set(ids)
+        cursor = self.collection.find({"_id": {"$in": ids}, "attemptingUntil": until}, {"_id": 1})
+        return {doc["_id"] async for doc in cursor}
+
+    async def hold_back(self, ids: list[str], until: datetime) -> None:
+        """Make `ids` due no sooner than `until`: each waits behind an earlier delivery of
+        its run and webhook, whose retry is then."""
+        await self.collection.update_many(
+            {"_id": {"$in": ids}, "status": DeliveryStatus.PENDING.value},
+            {"$max": {"nextAttemptAt": until}},
         )
+
+    async def finish(self, finished: list[Finished], released: list[str], now: datetime) -> None:
+        """In one write: where each attempt left its delivery (unless it was redelivered
+        meanwhile: then the redelivery stands), and the deliveries `released` (held back
+        behind one now done) due at once."""
+        ops: list[UpdateOne | UpdateMany] = [
+            UpdateOne({"_id": f.delivery_id, "attemptingUntil": f.until}, {"$set": _result(f, now)})
+            for f in finished
+        ]
+        if released:
+            ops.append(
+                UpdateMany(
+                    {
+                        "_id": {"$in": released},
+                        "status": DeliveryStatus.PENDING.value,
+                        "attemptingUntil": {"$not": {"$gt": now}},
+                    },
+                    {"$set": {"nextAttemptAt": now}},
+                )
+            )
+        if ops:
+            await self.collection.bulk_write(ops, ordered=False)
 
     async def page(self, webhook_id: str, first: int, after: str | None) -> list[Delivery]:
         """Newest first; `after` is the id of the last delivery of the page before."""
@@ -237,6 +301,7 @@ class DeliveryStore:
                 return_document=ReturnDocument.AFTER,
             )
             if doc is not None:
+                await count_change(self._state)
                 return Delivery.from_document(doc)
         return await self.get(delivery_id)
 
@@ -251,3 +316,16 @@ class DeliveryStore:
         """Deliveries by status."""
         pipeline = [{"$group": {"_id": "$status", "n": {"$sum": 1}}}]
         return {doc["_id"]: doc["n"] async for doc in await self.collection.aggregate(pipeline)}
+
+
+def _result(finished: Finished, now: datetime) -> Document:
+    update: dict[str, Any] = {
+        "status": finished.status.value,
+        "lastStatusCode": finished.status_code,
+        "lastError": finished.error,
+        "nextAttemptAt": finished.next_attempt_at,
+        "attemptingUntil": None,
+    }
+    if finished.status is DeliveryStatus.DELIVERED:
+        update["deliveredAt"] = now
+    return update

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -125,6 +125,8 @@ class EventOutbox:
         self._webhooks = webhooks
         self.retention = retention
         self._active: tuple[float, bool] | None = None
+        self.listeners: list[Callable[[], None]] = []
+        """Told when this process writes events (the deliverer, which wakes for them)."""
 
     async def ensure_indexes(self) -> None:
         await self.events.create_index([("fannedOut", ASCENDING), ("at", ASCENDING)])
@@ -160,8 +162,14 @@ class EventOutbox:
             errors = exc.details.get("writeErrors", [])
             if any(error.get("code") != DUPLICATE_KEY for error in errors):
                 raise
-            return int(exc.details.get("nInserted", 0))
-        return len(result.inserted_ids)
+            return self._written(int(exc.details.get("nInserted", 0)))
+        return self._written(len(result.inserted_ids))
+
+    def _written(self, new: int) -> int:
+        if new:
+            for listener in self.listeners:
+                listener()
+        return new
 
     async def not_fanned_out(self, limit: int) -> list[Document]:
         """The oldest events not yet turned into deliveries."""

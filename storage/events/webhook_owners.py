@@ -12,7 +12,7 @@ owner.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 from pymongo import ReturnDocument
@@ -26,9 +26,13 @@ OWNER_GONE = "owner"
 
 
 class WebhookOwners:
-    def __init__(self, collection: AsyncCollection[Document]) -> None:
+    def __init__(
+        self, collection: AsyncCollection[Document], changed: Callable[[], Awaitable[None]]
+    ) -> None:
         self.collection = collection
         """The webhooks' (WebhookStore.collection, durable writes)."""
+        self._changed = changed
+        """Counts a change the deliverer must see (WebhookStore.count_change)."""
 
     async def disable(self, webhook_ids: Sequence[str], reason: str) -> int:
         """Disable these webhooks, enabled until now, for their owner; how many were."""
@@ -38,6 +42,8 @@ class WebhookOwners:
             {"_id": {"$in": list(webhook_ids)}, "disabled": {"$ne": True}},
             {"$set": {"disabled": True, "disabledReason": reason, "disabledFor": OWNER_GONE}},
         )
+        if result.modified_count:
+            await self._changed()
         return result.modified_count
 
     async def made_by(self, created_by: str) -> list[Webhook]:
@@ -81,4 +87,7 @@ class WebhookOwners:
         doc = await self.collection.find_one_and_update(
             query, update, return_document=ReturnDocument.AFTER
         )
-        return Webhook.from_document(doc) if doc else None
+        if doc is None:
+            return None
+        await self._changed()  # enabled again, or another creator's share of the slots
+        return Webhook.from_document(doc)

@@ -3,6 +3,12 @@
 Secrets are stored as they are, since the deliverer signs with them (Standard Webhooks'
 HMAC needs the key itself): anyone who can read this collection can sign as this server.
 A rotated secret keeps signing beside the new one until `previousUntil`.
+
+Webhooks are capped per creator, per scope (a tenant: the creator's scope, which the
+filter keeps) and in all. A new one is written disabled, counted with the others, then
+enabled, or deleted when a count is over its cap: concurrent creations never pass a cap
+together (each counts the others, so both may be refused), and none is posted to before
+it is admitted. Webhooks already over a cap lowered since are kept; new ones are refused.
 """
 
 from __future__ import annotations
@@ -10,7 +16,7 @@ from __future__ import annotations
 import base64
 import secrets
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
@@ -21,6 +27,32 @@ from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.types import DURABLE, Document
 
 SECRET_PREFIX = "whsec_"
+_CHANGES = "webhooks"
+"""The `_id` of the document that counts changes to webhooks, in the state collection."""
+BEING_MADE = "being made: counted against the caps"
+"""The `disabledReason` of a webhook written but not yet admitted (one a crash left so is
+listed disabled, counts against the caps, and is deleted as any other)."""
+
+
+class WebhookCap(StrEnum):
+    PER_CREATOR = "per_creator"
+    PER_SCOPE = "per_scope"
+    TOTAL = "total"
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookCaps:
+    """The most webhooks one creator, one scope, and all together may have."""
+
+    per_creator: int = 20
+    per_scope: int = 100
+    total: int = 500
+
+
+@dataclass(frozen=True, slots=True)
+class CapReached:
+    cap: WebhookCap
+    limit: int
 
 
 class WebhookFormat(StrEnum):
@@ -146,9 +178,18 @@ class Webhook:
         )
 
 
+async def count_change(state: AsyncCollection[Document]) -> None:
+    """After the change: a reader that sees the new count reads the change with it."""
+    await state.update_one({"_id": _CHANGES}, {"$inc": {"changes": 1}}, upsert=True)
+
+
 class WebhookStore:
-    def __init__(self, collection: AsyncCollection[Document]) -> None:
+    def __init__(
+        self, collection: AsyncCollection[Document], state: AsyncCollection[Document]
+    ) -> None:
         self.collection = collection.with_options(write_concern=DURABLE)
+        self._state = state
+        """Where the count of changes to webhooks is kept (`changes`)."""
 
     async def create(
         self,
@@ -160,7 +201,9 @@ class WebhookStore:
         description: str | None,
         created_by: str,
         now: datetime,
-    ) -> Webhook:
+        caps: WebhookCaps,
+    ) -> Webhook | CapReached:
+        """A new webhook, or the first cap it would pass (then nothing is kept)."""
         webhook = Webhook(
             webhook_id="wh_" + uuid.uuid4().hex,
             url=url,
@@ -172,8 +215,46 @@ class WebhookStore:
             created_at=now,
             description=description,
         )
-        await self.collection.insert_one(webhook.to_document())
+        made = replace(webhook, disabled=True, disabled_reason=BEING_MADE)
+        await self.collection.insert_one(made.to_document())
+        reached = await self._cap_passed(webhook, caps)
+        if reached is not None:
+            await self.collection.delete_one({"_id": webhook.webhook_id})
+            return reached
+        await self.collection.update_one(
+            {"_id": webhook.webhook_id}, {"$set": {"disabled": False, "disabledReason": None}}
+        )
+        await self.count_change()
         return webhook
+
+    async def _cap_passed(self, webhook: Webhook, caps: WebhookCaps) -> CapReached | None:
+        """The first cap that the webhooks there now (`webhook` among them) pass."""
+        scope = webhook.filter.to_document()
+        groups = [
+            (WebhookCap.PER_CREATOR, caps.per_creator, {"createdBy": webhook.created_by}),
+            (
+                WebhookCap.PER_SCOPE,
+                caps.per_scope,
+                {"filter.agentIds": scope["agentIds"], "filter.resourceIds": scope["resourceIds"]},
+            ),
+            (WebhookCap.TOTAL, caps.total, {}),
+        ]
+        for cap, limit, query in groups:
+            if await self.collection.count_documents(query) > limit:
+                return CapReached(cap, limit)
+        return None
+
+    async def changes(self) -> int:
+        """How many times an admin changed what the deliverer keeps (a webhook made,
+        deleted, rotated or disabled; a delivery redelivered): it reads again when this
+        moves."""
+        doc = await self._state.find_one({"_id": _CHANGES})
+        return int(doc.get("changes", 0)) if doc else 0
+
+    async def count_change(self) -> None:
+        """After a change to webhooks written elsewhere (their owners'): the deliverer reads
+        them again."""
+        await count_change(self._state)
 
     async def all(self) -> list[Webhook]:
         cursor = self.collection.find({}, sort=[("createdAt", 1)])
@@ -184,7 +265,9 @@ class WebhookStore:
         return Webhook.from_document(doc) if doc else None
 
     async def delete(self, webhook_id: str) -> bool:
-        return (await self.collection.delete_one({"_id": webhook_id})).deleted_count == 1
+        deleted = (await self.collection.delete_one({"_id": webhook_id})).deleted_count == 1
+        await self.count_change()
+        return deleted
 
     async def rotate(self, webhook_id: str, until: datetime) -> Webhook | None:
         """A new secret; the one it replaces keeps signing until `until`."""
@@ -202,9 +285,13 @@ class WebhookStore:
             },
             return_document=ReturnDocument.AFTER,
         )
-        return Webhook.from_document(doc) if doc else await self.rotate(webhook_id, until)
+        if doc is None:
+            return await self.rotate(webhook_id, until)
+        await self.count_change()
+        return Webhook.from_document(doc)
 
     async def disable(self, webhook_id: str, reason: str) -> None:
         await self.collection.update_one(
             {"_id": webhook_id}, {"$set": {"disabled": True, "disabledReason": reason}}
         )
+        await self.count_change()

@@ -45,11 +45,16 @@ class ClaimWrites(IndexWriter):
         await self._writes.update_one({"runId": entry.run_id}, update, upsert=True)
         await self._announce(entry.run_id, held)
 
-    async def apply_decision(self, seen: RunEntry, decided: RunEntry, claim: Claim | None) -> bool:
+    async def apply_decision(
+        self, seen: RunEntry, decided: RunEntry, claim: Claim | None, *, expired: bool = False
+    ) -> bool:
         """Record decisions on the entry as it was seen; with a claim, also take the run.
 
         One conditional update: of any number of concurrent callers that saw the same
         version, exactly one wins; the others find the version moved on and look again.
+        Its events travel in it (`toolcall.decided`, and `approval.expired` for a
+        decision an approval's `expired` deadline made), so a crash at any point after
+        it loses none of them.
         """
         update: Document = {
             "$set": {
@@ -62,15 +67,7 @@ class ClaimWrites(IndexWriter):
         }
         if claim is not None:
             update["$set"] |= {"status": RunStatus.RUNNING.value, "claim": claim.to_document()}
-        before = {call.tool_call_id for call in seen.tool_calls if call.decision is not None}
-        held = await self._hold(
-            update,
-            [
-                events.decided(decided, call.tool_call_id, _now())
-                for call in decided.tool_calls
-                if call.decision is not None and call.tool_call_id not in before
-            ],
-        )
+        held = await self._hold(update, _decision_events(seen, decided, expired))
         result = await self._writes.update_one(
             {"runId": seen.run_id, "status": RunStatus.SUSPENDED.value, "version": seen.version},
             update,
@@ -214,6 +211,22 @@ class ClaimWrites(IndexWriter):
             {"runId": run_id}, {"$pull": {UNANNOUNCED: {"_id": {"$in": [e["_id"] for e in held]}}}}
         )
         return moved
+
+
+def _decision_events(seen: RunEntry, decided: RunEntry, expired: bool) -> list[RunEvent]:
+    """Each call decided since `seen` is `toolcall.decided`, and `approval.expired` too when
+    its approval's deadline decided it."""
+    before = {call.tool_call_id for call in seen.tool_calls if call.decision is not None}
+    newly = [
+        call.tool_call_id
+        for call in decided.tool_calls
+        if call.decision is not None and call.tool_call_id not in before
+    ]
+    now = _now()
+    happened = [events.decided(decided, call_id, now) for call_id in newly]
+    if expired:
+        happened += [events.expired(decided, call_id, now) for call_id in newly]
+    return happened
 
 
 def _now() -> datetime:

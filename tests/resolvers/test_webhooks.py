@@ -1,9 +1,11 @@
 """Managing webhooks over GraphQL (resolvers/webhooks.py): admins only, a secret shown
-once, invalid URLs named, a scoped admin limited to what they made, deliveries paged and
-redelivered, a rotated secret signing beside the new one."""
+once, invalid URLs named, a scoped admin limited to what they made, caps per creator, per
+scope and in all, deliveries paged and redelivered, a rotated secret signing beside the
+new one."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -19,6 +21,7 @@ CREATE = """mutation($input: CreateWebhookInput!) { createWebhook(input: $input)
   ... on WebhookCreated { secret webhook { id url events format disabled createdBy
       filter { agentId } } }
   ... on InvalidWebhook { message field }
+  ... on TooManyWebhooks { message cap limit }
   ... on Forbidden { message }
 } }"""
 DELETE = """mutation($input: WebhookInput!) { deleteWebhook(input: $input) {
@@ -38,6 +41,7 @@ SCOPED_ADMIN = bearer(
     token(role="admin", sub="tenant-a-ops", suspended_runs_scope={"resourceIds": ["a"]})
 )
 APPROVER = bearer(token(role="approver", suspended_runs_scope="all"))
+TENANT_A = {"resourceIds": ["a"]}
 
 
 def authenticated(settings: Settings) -> Settings:
@@ -158,3 +162,79 @@ async def paged_by_two(admin: Any, webhook_id: str) -> dict[str, Any]:
 async def test_an_out_of_range_page_is_a_bad_argument(client: httpx.AsyncClient) -> None:
     body = await make_gql(client)(DELIVERIES, {"id": "wh_x", "first": 1000})
     assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+def capped(settings: Settings, creator: int, scope: int, total: int) -> Settings:
+    caps = {
+        "webhook_max_per_creator": creator,
+        "webhook_max_per_scope": scope,
+        "webhook_max_total": total,
+    }
+    return authenticated(settings).model_copy(update=caps)
+
+
+def admin_of(subject: str, scope: Any) -> dict[str, str]:
+    return bearer(token(role="admin", sub=subject, suspended_runs_scope=scope))
+
+
+async def test_webhooks_past_a_cap_are_refused_per_creator_per_scope_and_in_all(
+    settings: Settings,
+) -> None:
+    async with running_app(capped(settings, creator=2, scope=3, total=5)) as client:
+        a1, a2 = (make_gql(client, admin_of(s, TENANT_A)) for s in ("a1", "a2"))
+        b, everyone = (
+            make_gql(client, admin_of("b", {"resourceIds": ["b"]})),
+            make_gql(client, ADMIN),
+        )
+        made = [(await create(a1, f"http://127.0.0.1:9/{i}"))["__typename"] for i in range(3)]
+        assert made == ["WebhookCreated", "WebhookCreated", "TooManyWebhooks"]
+        refused = await create(a1, "http://127.0.0.1:9/x")
+        assert (refused["cap"], refused["limit"]) == ("PER_CREATOR", 2)
+        assert "2 webhooks" in refused["message"]
+        assert (await create(a2, "http://127.0.0.1:9/y"))["__typename"] == "WebhookCreated"
+        refused = await create(a2, "http://127.0.0.1:9/z")  # tenant a has its 3
+        assert (refused["cap"], refused["limit"]) == ("PER_SCOPE", 3)
+        assert (await create(b, "http://127.0.0.1:9/b"))["__typename"] == "WebhookCreated"
+        assert (await create(everyone, "http://127.0.0.1:9/c"))["__typename"] == "WebhookCreated"
+        refused = await create(everyone, "http://127.0.0.1:9/d")  # 5 in all
+        assert (refused["cap"], refused["limit"]) == ("TOTAL", 5)
+        listed = (await everyone("{ webhooks { url disabled } }"))["data"]["webhooks"]
+        assert len(listed) == 5 and not any(w["disabled"] for w in listed)
+        mine = (await a1("{ webhooks { id } }"))["data"]["webhooks"]
+        await a1(DELETE, {"input": {"id": mine[0]["id"]}})
+        assert (await create(a1, "http://127.0.0.1:9/again"))["__typename"] == "WebhookCreated"
+
+
+async def test_webhooks_over_a_cap_lowered_since_are_kept_and_new_ones_refused(
+    settings: Settings,
+) -> None:
+    async with running_app(capped(settings, creator=5, scope=5, total=5)) as client:
+        admin = make_gql(client, ADMIN)
+        for i in range(4):
+            assert (await create(admin, f"http://127.0.0.1:9/{i}"))[
+                "__typename"
+            ] == "WebhookCreated"
+    async with running_app(capped(settings, creator=2, scope=5, total=5)) as client:
+        admin = make_gql(client, ADMIN)
+        refused = await create(admin, "http://127.0.0.1:9/new")
+        assert (refused["__typename"], refused["cap"]) == ("TooManyWebhooks", "PER_CREATOR")
+        listed = (await admin("{ webhooks { url disabled } }"))["data"]["webhooks"]
+        assert [w["url"][-1] for w in listed] == ["0", "1", "2", "3"]
+        assert not any(w["disabled"] for w in listed)
+
+
+async def test_concurrent_creations_never_pass_a_cap_together(settings: Settings) -> None:
+    """Each counts the others as it is made: some may all be refused, never too many made,
+    and a refused one leaves nothing behind (made one at a time after, the cap is met)."""
+    async with running_app(capped(settings, creator=3, scope=100, total=100)) as client:
+        admin = make_gql(client, ADMIN)
+        answers = await asyncio.gather(
+            *(create(admin, f"http://127.0.0.1:9/{i}") for i in range(12))
+        )
+        kinds = [a["__typename"] for a in answers]
+        assert set(kinds) <= {"WebhookCreated", "TooManyWebhooks"}
+        assert kinds.count("WebhookCreated") <= 3
+        while (await create(admin, "http://127.0.0.1:9/more"))["__typename"] == "WebhookCreated":
+            pass
+        listed = (await admin("{ webhooks { id disabled } }"))["data"]["webhooks"]
+    assert len(listed) == 3 and not any(w["disabled"] for w in listed)

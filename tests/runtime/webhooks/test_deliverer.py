@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
-from suspended_runs.runtime.webhooks import deliverer
 from suspended_runs.server import Settings
 from suspended_runs.storage import RUNS_COLLECTION
 from suspended_runs.storage.events import outbox as events
@@ -253,13 +251,63 @@ async def test_a_receiver_failing_twice_gets_the_event_on_the_third_attempt(
     assert len(receiver.events(secret)) == 3  # each attempt signed with its own timestamp
 
 
-async def test_runs_held_back_by_retries_never_hide_a_later_run(
-    settings: Settings, monkeypatch: pytest.MonkeyPatch
+async def test_a_runs_later_events_wait_behind_its_earlier_ones_retries(
+    settings: Settings,
 ) -> None:
-    """More runs wait for a retry than one look at pending deliveries takes in (made 2
-    here): a later run's event is still delivered at once."""
-    monkeypatch.setattr(deliverer, "_PENDING_LOOKED_AT", 2)
-    monkeypatch.setattr(deliverer, "_LOOK_DEEP_EVERY", 0.5)
+    """Its suspension is answered 503 twice: the run's decision and settlement are held
+    back meanwhile, and sent, in order, once the suspension is delivered."""
+
+    def suspension_fails_twice(got: Received, attempt: int) -> Answer:
+        busy = got.json["type"] == "run.suspended" and attempt <= 2
+        return (503 if busy else 200, {}, 0.0)
+
+    with Receiver(suspension_fails_twice) as receiver:
+        async with running_app(settings.model_copy(update=FAST)) as client:
+            gql = make_gql(client)
+            secret = await hook(
+                gql, receiver.url, ["RUN_SUSPENDED", "TOOL_CALL_DECIDED", "RUN_SETTLED"]
+            )
+            run = await start_run(gql, "file-cleaner")
+            await received(receiver, 1)
+            call = run["toolCalls"][0]["toolCallId"]
+            await act(gql, APPROVE, runId=run["runId"], toolCallId=call)
+            await received(receiver, 5)
+    kinds = [e["type"] for e in receiver.events(secret)]
+    assert kinds == ["run.suspended"] * 3 + ["toolcall.decided", "run.settled"]
+    delivered = receiver.received[2].at
+    assert receiver.received[3].at - delivered < 1.0  # released at once, not at a retry's time
+
+
+async def test_attempts_in_flight_are_capped_in_all_and_one_admin_holds_half(
+    settings: Settings,
+) -> None:
+    """WEBHOOK_MAX_IN_FLIGHT 8: an admin's 10 webhooks to a receiver that never answers
+    hold 4 attempts at most; another admin's webhook gets its events all the same."""
+
+    def hang(got: Received, attempt: int) -> Answer:
+        return (200, {}, 20.0)
+
+    rules = {**FAST, "webhook_timeout_seconds": 15.0, "webhook_max_in_flight": 8}
+    with Receiver(hang) as hanging, Receiver() as answering:
+        async with running_app(settings.model_copy(update=rules)) as client:
+            flooding = make_gql(client, {"x-actor": "flooding-admin"})
+            for _ in range(10):
+                await hook(flooding, hanging.url, ["RUN_SUSPENDED"])
+            await hook(
+                make_gql(client, {"x-actor": "other-admin"}), answering.url, ["RUN_SUSPENDED"]
+            )
+            for _ in range(3):
+                await start_run(flooding, "file-cleaner")
+            await received(answering, 3, within=10)
+            await asyncio.sleep(1.0)
+            held = len(hanging.received)
+    assert held == 4  # half of 8; 30 are due
+    assert len(answering.received) == 3
+
+
+async def test_runs_held_back_by_retries_never_hide_a_later_run(settings: Settings) -> None:
+    """Runs whose deliveries wait for a retry: a later run's event is still delivered at
+    once (what waits is due at its retry's time, and read only then)."""
     failing: set[str] = set()
 
     def fail_the_first(got: Received, attempt: int) -> Answer:
