@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, expect
+from playwright.sync_api import Browser, Page, expect
 
 from suspended_runs.server.embedded_mongodb import free_port
 from tests.helpers import ROOT, wait_until_serving
@@ -87,4 +87,15 @@ def test_one_run_of_each_runtime_is_decided_in_the_inbox(demo: str, browser: Bro
         said = page.locator("#answers li")
         expect(said).to_have_count(answered, timeout=20_000)
         expect(said.first).to_contain_text("Approved")  # the newest first
+    _screenshot(page)
     page.close()
+
+
+def _screenshot(page: Page) -> None:
+    """The README's picture (docs/inbox.png), written when UPDATE_INBOX_SCREENSHOT is set:
+    the demo's inbox, one run of each runtime decided, the others with their buttons."""
+    if not os.environ.get("UPDATE_INBOX_SCREENSHOT"):
+        return
+    page.set_viewport_size({"width": 1280, "height": 1280})
+    page.evaluate("window.scrollTo(0, 0)")
+    page.screenshot(path=str(ROOT / "docs" / "inbox.png"))
