@@ -37,6 +37,7 @@ from suspended_runs.resolvers.outcomes import (
     kind,
 )
 from suspended_runs.resolvers.reviews import Proceed, review
+from suspended_runs.resolvers.run_reviews import held_off
 from suspended_runs.runtime import (
     AgentRuntime,
     ArgsRejected,
@@ -80,6 +81,9 @@ class DecisionRequest:
     expected_args_hash: str | None = None
     """The call's argsHash as the decider saw it: when it is not the call's now, nothing
     is applied (StaleDecision)."""
+    force: bool = False
+    """Decide although another person reviews the run (resolvers/run_reviews.py)."""
+    expiry: bool = False  # the system declining what expired: no review puts it off
 
     def fingerprint(self) -> str:
         """What makes two requests the same request (the key and `wait` aside)."""
@@ -125,6 +129,8 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
         runtime = context.runtimes.for_run(entry)
         now = context.runtimes.claims.clock()
         looked = _look(entry, runtime, request, now)
+        if isinstance(looked, ToolCall) and not request.expiry:
+            looked = held_off(context, entry, looked, now, force=request.force) or looked
         if not isinstance(looked, ToolCall):
             await _audit(context, request, now, _call_id_of(looked), kind(looked))
             return looked

@@ -96,6 +96,7 @@ async def _decline_expired(context: Context, entry: RunEntry, now: datetime) -> 
             reason=f"{EXPIRY_REASON}{timeout.total_seconds():g} s",
             idempotency_key=f"expiry:{entry.run_id}:{call.tool_call_id}",
             wait=False,
+            expiry=True,
         )
         outcome = await decide(context, request)
         if isinstance(outcome, RunDecided):

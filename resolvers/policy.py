@@ -20,6 +20,8 @@ class DecisionPolicy:
     bulk_max: int = 100
     bulk_concurrency: int = 8
     reviews: ReviewPolicies = field(default_factory=ReviewPolicies)
+    review_max: timedelta = timedelta(minutes=60)
+    """The longest review one `startReview` starts (REVIEW_MAX_MINUTES)."""
 
     def timeout_of(self, agent_id: str, tool_name: str | None = None) -> timedelta | None:
         """A review policy's decisionTimeoutSeconds, over DECISION_TIMEOUTS, over

@@ -21,12 +21,13 @@ from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopbac
 from suspended_runs.server.langgraph_settings import LangGraphSettings
 from suspended_runs.server.peers import Proxies
 from suspended_runs.server.people_settings import PeopleSettings
+from suspended_runs.server.review_settings import ReviewSettings
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
 
 
-class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
+class Settings(BaseSettings, LangGraphSettings, PeopleSettings, ReviewSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     host: str = "127.0.0.1"
@@ -336,6 +337,7 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings):
             bulk_concurrency=self.bulk_decisions_concurrency,
             # Read again (not kept from validation): a copy with other policies reads its own.
             reviews=ReviewPolicies.load(self.review_policies, self.review_policies_file),
+            review_max=self.review_max,
         )
 
     @property
