@@ -2,13 +2,15 @@
 // actions, each answer said in words on the run and in the page's answer log.
 
 import * as api from "./api.js";
-import { ago, describe, describeOperator, pastTense } from "./answers.js";
+import { ago, describe, describeOperator, describeReview, pastTense } from "./answers.js";
 import { parseJson } from "./json.js";
 import {
+  DELETE_NOTE,
   RUN_DECISIONS,
   decideManyMutation,
   decisionMutation,
   operatorMutation,
+  reviewMutation,
 } from "./queries.js";
 import { state } from "./state.js";
 
@@ -43,6 +45,7 @@ export async function decide(run, call, action, extra, key) {
   // The arguments as shown: a call whose arguments changed since is refused (StaleDecision).
   const input = { runId: run.runId, toolCallId: call.toolCallId, expectedArgsHash: call.argsHash };
   if (action === "DECLINE") input.reason = extra.reason;
+  if (state.forced.has(run.runId)) input.force = true; // the reader decides over a review
   for (const [text, name] of [[extra.resumeText, "resumeData"], [extra.editedArgsText, "editedArgs"]]) {
     if (text === undefined) continue;
     const parsed = parseJson(text);
@@ -177,6 +180,30 @@ export async function operate(run, action, reason, key) {
     const data = await api.mutate(operatorMutation(action), { input: { runId: run.runId, reason } });
     const said = describeOperator(action, data.answer);
     if (data.answer.__typename === "Forbidden") learnRole(data.answer.neededRole);
+    tell(key, run, said);
+  } catch (error) {
+    failed(run, key, error);
+  } finally {
+    state.busy.delete(key);
+    page.render();
+    page.refresh();
+  }
+}
+
+/**
+ * A review started, extended or ended, a hand-over, a note added or deleted (`action`:
+ * START_REVIEW, END_REVIEW, ASSIGN, ADD_NOTE, DELETE_NOTE), said on the run. `draftKey`:
+ * the field whose text was sent, emptied once it is done.
+ */
+export async function review(run, action, input, key, draftKey) {
+  state.busy.add(key);
+  state.notes.delete(key);
+  page.render();
+  try {
+    const document = action === "DELETE_NOTE" ? DELETE_NOTE : reviewMutation(action);
+    const data = await api.mutate(document, { input });
+    const said = describeReview(action, data.answer);
+    if (said.tone === "ok" && draftKey) state.drafts.delete(draftKey);
     tell(key, run, said);
   } catch (error) {
     failed(run, key, error);

@@ -20,14 +20,20 @@ let signedIn = false;
 let loadedAt = null;
 let sequence = 0;
 let timer = null;
-const act = { decide: actions.decide, operate: actions.operate, select: (run, on) => select(run, on) };
+const act = {
+  decide: actions.decide,
+  operate: actions.operate,
+  review: actions.review,
+  select: (run, on) => select(run, on),
+};
 
 // Who is asking --------------------------------------------------------------------------
 
 async function whoami() {
   try {
     const { data } = await api.query(VIEWER);
-    Object.assign(state, { subject: data.viewer.subject, role: data.viewer.role, roleKnown: true });
+    const { subject, role, person } = data.viewer;
+    Object.assign(state, { subject, role, person, roleKnown: true });
     state.authenticated = data.viewer.authenticated;
     enter();
   } catch (error) {

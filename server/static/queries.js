@@ -3,6 +3,7 @@
 function runFields() {
   return `runId agentId runtime status threadId resourceId createdAt suspendedAt
     outcomeUnknown output error decidedAt decidedBy startedBy continuable notContinuableReason
+    inReviewBy inReviewUntil notes(last: 20) { id body author at }
     toolCalls { toolCallId toolName args requiresApproval suspendPayload
       expiresAt argsHash editedArgs approvalsRequired approvalsNeeded assignedTo
       approvals { by at } decision { action decidedBy decidedAt reason } }`;
@@ -10,7 +11,7 @@ function runFields() {
 
 const PAGE = (fields) => `total hasMore nextCursor runs { ${fields} }`;
 
-export const VIEWER = "{ viewer { subject role authenticated } }";
+export const VIEWER = "{ viewer { subject role authenticated person } }";
 
 export function waitingQuery() {
   return `query Waiting($filter: SuspendedRunsFilter, $first: Int, $after: String) {
@@ -67,7 +68,8 @@ function decisionResult() {
     ... on AlreadyDecided { toolCallId decision { action decidedBy decidedAt } }
     ... on ExecutorUnavailable { agentId }
     ... on OutcomeUnknown { message ${run} }
-    ... on Forbidden { neededRole }`;
+    ... on Forbidden { neededRole }
+    ... on InReviewByOther { inReviewBy inReviewUntil }`;
 }
 
 const MUTATIONS = {
@@ -99,6 +101,29 @@ export function operatorMutation(action) {
   } }`;
 }
 
+// Reviewing together (reviewing.js): each mutation answers the run as it is now, or why not.
+// Each with the members of its union the page reads beyond `Problem { message }`.
+const IN_REVIEW = "... on InReviewByOther { inReviewBy inReviewUntil }";
+const NOT_WAITING = "... on RunNotSuspended { status }";
+const REVIEWING = {
+  START_REVIEW: ["startReview", "StartReviewInput", "ReviewStarted", [IN_REVIEW, NOT_WAITING]],
+  END_REVIEW: ["endReview", "EndReviewInput", "ReviewEnded", [IN_REVIEW]],
+  ASSIGN: ["assignRun", "AssignRunInput", "RunAssigned", [NOT_WAITING]],
+  ADD_NOTE: ["addRunNote", "AddRunNoteInput", "NoteAdded", []],
+};
+
+export function reviewMutation(action) {
+  const [field, input, done, more] = REVIEWING[action];
+  return `mutation Review($input: ${input}!) { answer: ${field}(input: $input) {
+    __typename ... on ${done} { run { ${runFields()} } } ... on Problem { message }
+    ${more.join(" ")} ... on Forbidden { neededRole }
+  } }`;
+}
+
+export const DELETE_NOTE = `mutation DeleteNote($input: DeleteRunNoteInput!) {
+  answer: deleteRunNote(input: $input) { __typename ... on Problem { message } ... on Forbidden { neededRole } }
+}`;
+
 /**
  * Every document the page sends. server/static/persisted-operations.json lists them
  * (tests/graphql_clients/inbox_manifest.mjs writes it, and a test checks it is current),
@@ -117,5 +142,7 @@ export function everyOperation() {
     decideManyMutation(),
     operatorMutation("RELEASE"),
     operatorMutation("CANCEL"),
+    ...Object.keys(REVIEWING).map(reviewMutation),
+    DELETE_NOTE,
   ];
 }

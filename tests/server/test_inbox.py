@@ -807,3 +807,77 @@ def test_assigned_to_me_lists_only_the_runs_a_policy_gives_the_reader(inbox: Inb
     expect(theirs.locator("article.run")).to_have_count(3)
     for agent in theirs.locator("article.run .agent").all_inner_texts():
         assert "approver" in agent
+
+
+def test_two_reviewers_see_who_reviews_a_run_and_hand_it_over(inbox: Inbox) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/customer.txt")["runId"]
+    bob, alice = inbox.open("bob"), inbox.open("alice")
+    bobs, alices = card(bob, run_id), card(alice, run_id)
+    bobs.get_by_role("button", name="Start review", exact=True).click()
+    expect(bobs.locator(".in-review")).to_contain_text(
+        re.compile(r"You are reviewing it until \d\d:\d\d \(in 1[45] min\)")
+    )
+    expect(answers(bob).locator("li").first).to_contain_text("You are reviewing this run until")
+    expect(alices.locator(".in-review")).to_contain_text("Being reviewed by key:bob until")
+    alices.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text(
+        "Nothing was done: key:bob reviews this run until"
+    )
+    bobs.get_by_text("Hand over to a colleague").click()
+    bobs.get_by_label("Hand over to (").fill("key:alice, group:ops")
+    bobs.get_by_role("button", name="Hand over").click()
+    expect(answers(bob).locator("li").first).to_contain_text(
+        "Handed over: assigned to key:alice, group:ops."
+    )
+    expect(alices.locator(".in-review")).to_have_count(0)  # the review went with the run
+    expect(alices.locator(".review")).to_contain_text("Assigned to key:alice, group:ops.")
+    alice.get_by_role("link", name="Assigned to me").click()
+    mine = card(alice, run_id)
+    mine.get_by_role("button", name="Start review", exact=True).click()
+    expect(mine.locator(".in-review")).to_contain_text("You are reviewing it until")
+    mine.get_by_role("button", name="End review", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text("The review ended")
+    expect(mine.locator(".in-review")).to_have_count(0)
+    mine.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text("Approved delete_file.")
+
+
+def test_a_decision_over_another_s_review_is_made_only_when_the_reader_says_so(
+    inbox: Inbox,
+) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/forced.txt")["runId"]
+    review = "mutation($id: ID!) { startReview(input: {runId: $id}) { __typename } }"
+    assert inbox.gql(review, {"id": run_id}, key="bob")["startReview"]["__typename"] == (
+        "ReviewStarted"
+    )
+    alice = inbox.open("alice")
+    shown = card(alice, run_id)
+    expect(shown.locator(".in-review")).to_contain_text("Being reviewed by key:bob")
+    shown.get_by_label("Decide although key:bob reviews it").check()
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text(
+        "Approved delete_file. The run completed"
+    )
+
+
+def test_notes_are_added_shown_as_text_and_deleted(inbox: Inbox) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/noted.txt")["runId"]
+    bob, vera = inbox.open("bob"), inbox.open("vera")
+    script = "<script>window.pwned = 1</script><b>asked the customer</b>\nwaiting for them"
+    bobs = card(bob, run_id)
+    bobs.get_by_text("Add a note").click()
+    bobs.get_by_label("Note (plain text").fill(script)
+    bobs.get_by_role("button", name="Add note").click()
+    expect(answers(bob).locator("li").first).to_contain_text("Note added.")
+    expect(bobs.get_by_label("Note (plain text")).to_have_value("")  # sent: emptied
+    veras = card(vera, run_id)
+    expect(veras.locator(".note-body")).to_have_text(script)  # pushed, as text
+    expect(veras.locator(".note-body b")).to_have_count(0)
+    expect(veras.locator(".note-meta")).to_contain_text("key:bob, ")
+    assert vera.evaluate("window.pwned") is None
+    for what in ("Add note", "Start review", "Delete note"):  # a viewer reads, and no more
+        expect(veras.get_by_role("button", name=what)).to_have_count(0)
+    expect(bobs.locator(".note-meta")).to_contain_text("You, ")
+    bobs.get_by_role("button", name="Delete note").click()
+    expect(answers(bob).locator("li").first).to_contain_text("Note deleted.")
+    expect(veras.locator(".note-body")).to_have_count(0)
