@@ -93,7 +93,9 @@ async def _kept_before(context: Context, key: str, fingerprint: str, run_id: str
 
 def _reused() -> BadUserInput:
     return BadUserInput(
-        "this idempotencyKey was used for a different request", argument="input.idempotencyKey"
+        "this idempotencyKey was used for a different request: use a new key for each new "
+        "decision (a retry of the same one keeps its key)",
+        argument="input.idempotencyKey",
     )
 
 

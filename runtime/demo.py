@@ -75,7 +75,7 @@ def _agent(*tools: str) -> Agent[None, str | DeferredToolRequests]:
 def delete_file(path: str) -> str:
     """Delete a file (the demo only records that it would)."""
     EXECUTIONS.append(("delete_file", {"path": path}))
-    return f"deleted {path}"
+    return f"deleted {path} (a demo: no file was touched)"
 
 
 def ask_city(question: str) -> City:

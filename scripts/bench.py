@@ -1008,7 +1008,9 @@ def churn_main(args: argparse.Namespace) -> int:
         try:
             counts_in_memory(served.url)
             _say(f"a burst of {args.churn_burst} documents while following")
-            applied = churn.burst_rate(mongo.uri, db, served.url, args.churn_burst // per_run)
+            applied, writer, after = churn.burst_rate(
+                mongo.uri, db, served.url, args.churn_burst // per_run
+            )
             steady = []
             for rate in rates:
                 _say(f"churn at {rate} writes/s for {args.churn_seconds:.0f} s")
@@ -1034,6 +1036,8 @@ def churn_main(args: argparse.Namespace) -> int:
         try:
             with httpx.Client(base_url=restarted.url, timeout=60) as client:
                 listed = churn.total(client)
+                sync = client.post("/graphql", json={"query": "{ sync { behindSeconds } }"})
+                behind = sync.json()["data"]["sync"]["behindSeconds"]
         finally:
             restarted.stop()
         _say("a restart with nothing changed")
@@ -1043,6 +1047,8 @@ def churn_main(args: argparse.Namespace) -> int:
         ("database inserts/s (one document at a time, nothing following)", f"{taken:,.0f}"),
         (f"follower changes/s (a burst of {args.churn_burst:,})", f"{applied:,.0f}"),
         ("follower / database", f"{applied / taken:.0%}"),
+        ("the writer's inserts/s during the burst (it shares the cores)", f"{writer:,.0f}"),
+        ("the burst's last run listed after its last insert", f"{after:.2f} s"),
         (
             f"{down * per_run:,} documents written while down: ready after",
             f"{restarted.ready_s:.1f} s",
@@ -1051,6 +1057,7 @@ def churn_main(args: argparse.Namespace) -> int:
             "follower changes/s applying them (documents / seconds to ready)",
             f"{down * per_run / restarted.ready_s:,.0f}",
         ),
+        ("left to apply when ready (sync.behindSeconds)", f"{behind} s"),
         (
             "lists right when ready",
             "yes" if listed == before + down else f"no ({listed:,} of {before + down:,})",

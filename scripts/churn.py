@@ -114,9 +114,10 @@ def total(client: httpx.Client, shape: str = "{}") -> int:
     return int(body["data"]["suspendedRuns"]["total"])
 
 
-def burst_rate(uri: str, db_name: str, url: str, runs: int) -> float:
-    """Changes a second the follower applies: the documents of `runs` new runs inserted
-    one at a time, from the first write to the last run listed."""
+def burst_rate(uri: str, db_name: str, url: str, runs: int) -> tuple[float, float, float]:
+    """The documents of `runs` new runs inserted one at a time: changes a second the
+    follower applies (from the first write to the last run listed), inserts a second the
+    writer got meanwhile, and seconds from the last insert to the last run listed."""
     collection = _snapshots(uri, db_name)
     with httpx.Client(base_url=url, timeout=60) as client:
         before = total(client)
@@ -124,9 +125,11 @@ def burst_rate(uri: str, db_name: str, url: str, runs: int) -> float:
         started = time.perf_counter()
         for doc in docs:
             collection.insert_one(doc)
+        written = time.perf_counter()
         while total(client) < before + runs:
             time.sleep(0.02)
-        return len(docs) / (time.perf_counter() - started)
+        listed = time.perf_counter()
+        return len(docs) / (listed - started), len(docs) / (written - started), listed - written
 
 
 def _poll(url: str, stop: threading.Event, every: float) -> None:

@@ -6,6 +6,7 @@ ensure_venv() {  # ensure_venv [EXTRAS]   e.g. ensure_venv dev
     local spec="." stamp=".venv/.installed${extras:+-$extras}"
     [ -n "$extras" ] && spec=".[$extras]"
     if [ ! -x .venv/bin/python ]; then
+        echo "suspended-runs: making .venv with $python" >&2
         "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
             || { echo "suspended-runs needs Python 3.11 or newer ($python)" >&2; exit 1; }
         "$python" -m venv .venv
@@ -21,6 +22,7 @@ ensure_venv() {  # ensure_venv [EXTRAS]   e.g. ensure_venv dev
         # setuptools' notes on an editable install of a package-dir layout ("Editable
         # installation ...") are not for a user: the output is shown only when pip fails.
         local log=".venv/install.log"
+        echo "suspended-runs: installing ${spec} into .venv (the first time: a minute or two)" >&2
         if ! { .venv/bin/python -m pip install --quiet --upgrade pip \
             && .venv/bin/python -m pip install --quiet -e "$spec"; } >"$log" 2>&1; then
             cat "$log" >&2

@@ -42,7 +42,11 @@ def main() -> int:
             collection.insert_many(fixtures)
         start = datetime.now(UTC) - timedelta(seconds=args.copies)
         insert_runs(collection, copies(args.copies, args.agents, start))
-    print(f"seeded {len(fixtures)} fixture documents and {args.copies} copied runs")
+    runs = len({d["run_id"] for d in fixtures})  # Mastra writes two documents a run
+    print(
+        f"seeded {runs} suspended runs of the fixtures ({len(fixtures)} snapshot documents) "
+        f"and {args.copies} copied runs"
+    )
     return 0
 
 

@@ -118,7 +118,7 @@ def create_app(
         ),
     )
     app.state.low_on_space = embedded.low_on_space if embedded else lambda: False
-    app.state.authenticator = authenticator
+    app.state.graphs, app.state.authenticator = graphs, authenticator
     app.state.owned_traces = traces if owned else None
     return app
 

@@ -1,11 +1,10 @@
-"""The `suspended-runs` command: serve, reconcile, export-schema."""
+"""The `suspended-runs` command: serve, check, reconcile, export-schema, new-api-key."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import contextlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -18,6 +17,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from suspended_runs.runtime import ConfigurationError
+from suspended_runs.server.arguments import parser
 from suspended_runs.server.errors import EmbeddedMongoDBError
 from suspended_runs.server.settings import Settings, load_settings
 
@@ -33,8 +33,12 @@ _DATABASE_WAIT = 10.0
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a command; a setting it cannot use ends it with one line naming it, status 2,
     and an embedded MongoDB that cannot be kept running with one line, status 1."""
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
+    if os.getcwd() not in sys.path:  # AGENTS and LANGGRAPH_GRAPHS modules here import, as
+        sys.path.append(os.getcwd())  # uvicorn's do; installed packages come first
     try:
+        if args.env_file is not None:
+            _read_env_file(args.env_file)
         return _run(args)
     except ConfigurationError as exc:
         print(f"suspended-runs: {exc}", file=sys.stderr)
@@ -44,49 +48,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="suspended-runs",
-        description="A GraphQL API over suspended agent runs. Settings are environment "
-        "variables (see README.md); flags override them.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    serve = commands.add_parser(
-        "serve", help="serve GraphQL (starts the embedded MongoDB when MONGODB_URI is unset)"
-    )
-    serve.add_argument("--host", help="overrides HOST")
-    serve.add_argument("--port", help="overrides PORT (0-65535)")
-    commands.add_parser(
-        "reconcile", help="rebuild the run index from the snapshot collection once, and exit"
-    )
-    commands.add_parser(
-        "langgraph-index",
-        help="build the index LangGraph's interrupts are found by (LANGGRAPH_DB's writes), "
-        "and exit",
-    )
-    export = commands.add_parser("export-schema", help="print the GraphQL schema (SDL)")
-    export.add_argument("--output", type=Path, help="write to this file instead")
-    key = commands.add_parser(
-        "new-api-key", help="make an API key: print it once, and its entry for API_KEYS_FILE"
-    )
-    key.add_argument("--name", required=True)
-    key.add_argument("--role", required=True, choices=["viewer", "approver", "admin"])
-    key.add_argument("--resource-ids", help="comma-separated: the key sees only these resources")
-    key.add_argument("--agent-ids", help="comma-separated: the key sees only these agents")
-    key.add_argument(
-        "--all", action="store_true", help="the key sees every run (without it or ids: none)"
-    )
-    key.add_argument("--groups", help="comma-separated: its groups (review policies' group:<name>)")
-    key.add_argument("--person", help="the person who holds it (review policies' person:<name>)")
-    return parser
-
-
 def _run(args: argparse.Namespace) -> int:
     if args.command == "new-api-key":
         return _new_api_key(args)
     if args.command == "export-schema":
         return _export_schema(args.output)
+    if args.command == "check":
+        return _check()
     overrides = {}
     if args.command == "serve":
         overrides = {k: v for k, v in (("host", args.host), ("port", args.port)) if v is not None}
@@ -101,11 +69,12 @@ def _run(args: argparse.Namespace) -> int:
     return _reconcile(settings)
 
 
-def _version() -> str:
-    try:
-        return importlib.metadata.version("suspended-runs")
-    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
-        return "unknown"
+def _read_env_file(path: Path) -> None:
+    from dotenv import dotenv_values  # pydantic-settings' own dependency
+
+    if not path.is_file():
+        raise ConfigurationError(f"--env-file: {path} is not a file")
+    os.environ.update({k: v for k, v in dotenv_values(path).items() if v is not None})
 
 
 @dataclass(slots=True)
@@ -244,7 +213,8 @@ async def _reachable(uri: str) -> None:
         await client.admin.command("ping")
     except PyMongoError as exc:
         raise ConfigurationError(
-            f"MONGODB_URI: no MongoDB answered within {_DATABASE_WAIT:g}s ({type(exc).__name__})"
+            f"MONGODB_URI: no MongoDB answered within {_DATABASE_WAIT:g}s ({type(exc).__name__}): "
+            "check the address, or unset MONGODB_URI to use the embedded MongoDB"
         ) from None
     finally:
         await client.close()
@@ -296,6 +266,22 @@ def _langgraph_index(settings: Settings) -> int:
         asyncio.run(build(database.settings.mongodb_uri))
     print(f"indexed {checkpoints.database}.{checkpoints.writes} (channel, checkpoint_ns)")
     return 0
+
+
+def _check() -> int:
+    from suspended_runs.server.check import Finding, run_check
+
+    try:
+        settings = load_settings()
+    except ConfigurationError as exc:
+        found = [Finding("fail", f"settings: {exc}")]
+    else:
+        with _database(settings, reuse_running=True) as database:
+            found = run_check(database.settings)
+    print(*found, sep="\n")
+    failed = sum(f.level == "fail" for f in found)
+    print(f"{failed} failed" if failed else "nothing failed")
+    return 1 if failed else 0
 
 
 def _reconcile(settings: Settings) -> int:

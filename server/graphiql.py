@@ -9,6 +9,7 @@ GraphiQL is the server's own `static/graphiql.js`.
 
 from __future__ import annotations
 
+import html
 from importlib import resources
 from pathlib import Path
 
@@ -19,6 +20,27 @@ from starlette.staticfiles import StaticFiles
 from suspended_runs.server.inbox import HEADERS, PageHeaders
 
 _ASSETS = "graphene_django_graphiql_static"
+
+FIRST_QUERY = """\
+# The runs waiting for a person, newest first: README.md's first query.
+# Run it with the ▶ button (Ctrl-Enter); the Docs button shows every field.
+{
+  suspendedRuns(perPage: 2) {
+    total
+    hasMore
+    nextCursor
+    runs {
+      runId
+      agentId
+      runtime
+      status
+      suspendedAt
+      toolCalls { toolCallId toolName args requiresApproval suspendPayload }
+    }
+  }
+}
+"""
+"""What GraphiQL opens on: a query that answers on any server, a first look at the API."""
 
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -35,7 +57,7 @@ PAGE = """<!DOCTYPE html>
   <script src="/graphiql/graphiql-plugin-explorer.umd.js"></script>
 </head>
 <body>
-  <div id="graphiql">Loading GraphiQL…</div>
+  <div id="graphiql" data-query="{query}">Loading GraphiQL…</div>
   <script src="/static/graphiql.js"></script>
 </body>
 </html>
@@ -48,7 +70,8 @@ def assets() -> Path:
 
 
 def page() -> HTMLResponse:
-    return HTMLResponse(PAGE, headers=HEADERS)
+    query = html.escape(FIRST_QUERY, quote=True)
+    return HTMLResponse(PAGE.replace("{query}", query), headers=HEADERS)
 
 
 def routes() -> list[BaseRoute]:

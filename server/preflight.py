@@ -33,7 +33,10 @@ def listening_socket(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise ConfigurationError(f"PORT: {port} is in use on {host}") from None
+            raise ConfigurationError(
+                f"PORT: {port} is in use on {host} (another server?): stop it, or choose "
+                f"another port, PORT={port + 1}"
+            ) from None
         raise ConfigurationError(f"HOST: cannot serve on {host}:{port} ({_reason(exc)})") from None
     sock.set_inheritable(True)
     return sock

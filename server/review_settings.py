@@ -1,9 +1,11 @@
-"""The settings of reviewing together (resolvers/run_reviews.py), beside the rest of the
-server's: how long one review may last."""
+"""The settings of reviews, beside the rest of the server's: the review policies (who
+decides what, resolvers/review_policies.py) and how long one review may last
+(resolvers/run_reviews.py)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +13,11 @@ from pydantic import BaseModel, Field
 class ReviewSettings(BaseModel):
     """Mixed into `Settings`; read from the same environment."""
 
+    review_policies: str = Field("", description="JSON list of review policies.")
+    review_policies_file: Path | None = Field(None, description="A file of review policies.")
+    review_starter_context_key: str | None = Field(
+        None, description="Where a Mastra run's request context names who started it."
+    )
     review_max_minutes: float = Field(
         60.0,
         ge=1,

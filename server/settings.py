@@ -191,11 +191,6 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings, ReviewSettings):
         DEFAULT_SCOPE_CLAIM, description='Claim of the scope: "all" or {resourceIds, agentIds}.'
     )
     jwt_groups_claim: str = Field("groups", description="Claim of the caller's groups.")
-    review_policies: str = Field("", description="JSON list of review policies.")
-    review_policies_file: Path | None = Field(None, description="A file of review policies.")
-    review_starter_context_key: str | None = Field(
-        None, description="Where a Mastra run's request context names who started it."
-    )
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -205,6 +200,8 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings, ReviewSettings):
     @field_validator("mongodb_uri", mode="before")
     @classmethod
     def _unset_when_empty(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() and not value.startswith("mongodb"):
+            raise ValueError("must start with mongodb:// or mongodb+srv://")  # not a long wait
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("decision_timeouts")

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import uuid
+import venv
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -26,10 +27,12 @@ from tests.helpers import (
     CHROMIUM,
     CHROMIUM_ARGS,
     CLIENTS_DIR,
+    ROOT,
     Gql,
     Server,
     eventually,
     make_gql,
+    run_away,
     running_app,
     suspended_doc,
 )
@@ -208,3 +211,44 @@ def checkpointer(mongo_uri: str, langgraph_db: str) -> Iterator[MongoDBSaver]:
     """A real `MongoDBSaver` on the test's LangGraph database (its client closed after)."""
     with MongoDBSaver.from_conn_string(mongo_uri, db_name=langgraph_db) as saver:
         yield saver
+
+
+_NOT_SOURCE = shutil.ignore_patterns(
+    ".venv",
+    ".git",
+    ".data",
+    "node_modules",
+    ".node",
+    "*.egg-info",
+    "build",
+    "__pycache__",
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    ".typecheck",
+)
+
+
+@pytest.fixture(scope="session")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of this project's source, away from this checkout's folders."""
+    source = tmp_path_factory.mktemp("packaging") / "project"
+    shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)
+    return source
+
+
+@pytest.fixture(scope="session")
+def fresh_venv(source: Path) -> Path:
+    """A new venv holding PyPI's `schema` and a regular install of the project, with its
+    dependencies, resolved and installed once by the pip the venv came with."""
+    where = source.parent
+    env = where / "venv"
+    venv.create(env, with_pip=True)
+    python = env / "bin" / "python"
+    # Built apart and verbose, so the build backend's own warnings are kept for a test.
+    build = run_away(python, "-m", "pip", "wheel", "-v", "--no-deps", "-w", where / "dist", source)
+    (where / "build.log").write_text(build)
+    [wheel] = (where / "dist").glob("suspended_runs-*.whl")
+    run_away(python, "-m", "pip", "install", "--quiet", wheel, "schema")
+    return env

@@ -371,3 +371,38 @@ async def agent_runs(
 
     await eventually(check, within=within)
     return found
+
+
+COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command, on a free port unless `env` names one: a `scripts/serve` on 8000 in
+    another terminal changes no test."""
+    return subprocess.run(
+        [*COMMAND, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PORT": str(free_port()), **(env or {})},
+        check=False,
+    )
+
+
+UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
+"""A MONGODB_URI where no MongoDB answers, and says so at once."""
+
+
+def run_away(*args: str | Path, stderr: bool = False) -> str:
+    """Run a command away from this checkout, whose folders would otherwise be importable;
+    its output (with `stderr`, its errors' too)."""
+    result = subprocess.run(
+        [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=Path(args[0]).parent,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout + (result.stderr if stderr else "")

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tomllib
-import venv
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from tests.helpers import run_away
 
 pytestmark = pytest.mark.slow
 
@@ -25,60 +25,6 @@ OLDEST_PIP = "23.2.1"
 """The pip that Python 3.11's venv bundles: the oldest a user installs with."""
 EXTRAS = ["", *PROJECT["optional-dependencies"]]
 """What the oldest pip resolves: the project alone, and with each of its extras."""
-_NOT_SOURCE = shutil.ignore_patterns(
-    ".venv",
-    ".git",
-    ".data",
-    "node_modules",
-    ".node",
-    "*.egg-info",
-    "build",
-    "__pycache__",
-    ".mypy_cache",
-    ".ruff_cache",
-    ".pytest_cache",
-    ".hypothesis",
-    ".typecheck",
-)
-
-
-def _run(*args: str | Path, stderr: bool = False) -> str:
-    """Run a command away from this checkout, whose folders would otherwise be importable;
-    its output (with `stderr`, its errors' too)."""
-    result = subprocess.run(
-        [str(a) for a in args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=Path(args[0]).parent,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout + (result.stderr if stderr else "")
-
-
-@pytest.fixture(scope="module")
-def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of this project's source, away from this checkout's folders."""
-    source = tmp_path_factory.mktemp("packaging") / "project"
-    shutil.copytree(ROOT, source, ignore=_NOT_SOURCE)
-    return source
-
-
-@pytest.fixture(scope="module")
-def fresh_venv(source: Path) -> Path:
-    """A new venv holding PyPI's `schema` and a regular install of the project, with its
-    dependencies, resolved and installed once by the pip the venv came with."""
-    where = source.parent
-    env = where / "venv"
-    venv.create(env, with_pip=True)
-    python = env / "bin" / "python"
-    # Built apart and verbose, so the build backend's own warnings are kept for a test.
-    build = _run(python, "-m", "pip", "wheel", "-v", "--no-deps", "-w", where / "dist", source)
-    (where / "build.log").write_text(build)
-    [wheel] = (where / "dist").glob("suspended_runs-*.whl")
-    _run(python, "-m", "pip", "install", "--quiet", wheel, "schema")
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +34,10 @@ def oldest_pip(source: Path) -> Path:
     if python311 is None:
         pytest.skip("python3.11 is not on PATH: its bundled pip is what this checks")
     env = source.parent / "venv-oldest-pip"
-    _run(python311, "-m", "venv", env)
+    run_away(python311, "-m", "venv", env)
     python = env / "bin" / "python"
-    _run(python, "-m", "pip", "install", "--quiet", f"pip=={OLDEST_PIP}")
-    assert _run(python, "-m", "pip", "--version").startswith(f"pip {OLDEST_PIP} ")
+    run_away(python, "-m", "pip", "install", "--quiet", f"pip=={OLDEST_PIP}")
+    assert run_away(python, "-m", "pip", "--version").startswith(f"pip {OLDEST_PIP} ")
     return python
 
 
@@ -102,12 +48,12 @@ def test_a_regular_install_builds_without_a_warning(fresh_venv: Path) -> None:
 
 
 def test_version_from_a_regular_install(fresh_venv: Path) -> None:
-    out = _run(fresh_venv / "bin" / "suspended-runs", "--version")
+    out = run_away(fresh_venv / "bin" / "suspended-runs", "--version")
     assert out.startswith("suspended-runs ") and "unknown" not in out
 
 
 def test_export_schema_from_a_regular_install(fresh_venv: Path) -> None:
-    sdl = _run(fresh_venv / "bin" / "suspended-runs", "export-schema")
+    sdl = run_away(fresh_venv / "bin" / "suspended-runs", "export-schema")
     assert sdl == (ROOT / "schema" / "schema.graphql").read_text()
 
 
@@ -120,7 +66,7 @@ def test_pypi_schema_is_still_pypi_schema(fresh_venv: Path) -> None:
         "assert ours.__file__ != schema.__file__\n"
         "print(schema.__file__)"
     )
-    out = _run(fresh_venv / "bin" / "python", "-c", code)
+    out = run_away(fresh_venv / "bin" / "python", "-c", code)
     assert str(fresh_venv) in out
     assert sys.prefix not in out
 
@@ -128,7 +74,7 @@ def test_pypi_schema_is_still_pypi_schema(fresh_venv: Path) -> None:
 def test_a_regular_install_carries_the_inbox_page(fresh_venv: Path) -> None:
     """The page's files are package data of `suspended_runs.server.static`."""
     code = "from suspended_runs.server.inbox import STATIC; print(STATIC)"
-    static = Path(_run(fresh_venv / "bin" / "python", "-c", code).strip())
+    static = Path(run_away(fresh_venv / "bin" / "python", "-c", code).strip())
     assert str(fresh_venv) in str(static)
     shipped = sorted(path.name for path in static.iterdir())
     assert shipped == sorted(path.name for path in (ROOT / "server" / "static").iterdir())
@@ -142,7 +88,7 @@ def test_the_oldest_pip_resolves_the_dependencies(
     report = tmp_path / "report.json"
     wanted = f"{source}[{extra}]" if extra else str(source)
     pip = (oldest_pip, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet")
-    _run(*pip, "--report", report, wanted)
+    run_away(*pip, "--report", report, wanted)
     resolved = {
         canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
         for item in json.loads(report.read_text())["install"]

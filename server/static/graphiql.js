@@ -5,7 +5,9 @@
 
   // The explorer plugin is a React hook: it lives in a component that owns the query.
   function App() {
-    const [query, setQuery] = React.useState("");
+    // The page carries the first query (server/graphiql.py): no inline script under the CSP.
+    const first = document.getElementById("graphiql").dataset.query || "";
+    const [query, setQuery] = React.useState(first);
     const explorer = GraphiQLPluginExplorer.useExplorerPlugin({ query, onEdit: setQuery });
     return React.createElement(GraphiQL, {
       fetcher,

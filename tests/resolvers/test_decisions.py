@@ -31,6 +31,8 @@ from tests.helpers import (
 )
 from tests.helpers import start_run as start
 
+DEMO_NOTE = "(a demo: no file was touched)"
+
 # -- the demo agents' whole cycle -------------------------------------------------------
 
 
@@ -49,7 +51,9 @@ async def test_approval_cycle_start_list_approve_complete(gql, db) -> None:
     result = await act(gql, APPROVE, runId=run["runId"], toolCallId=call["toolCallId"])
     assert result["__typename"] == "RunDecided"
     assert result["run"]["status"] == "COMPLETED"
-    assert result["run"]["output"] == "delete_file: deleted /tmp/a.txt"
+    assert (
+        result["run"]["output"] == "delete_file: deleted /tmp/a.txt (a demo: no file was touched)"
+    )
     assert EXECUTIONS[before:] == [("delete_file", {"path": "/tmp/a.txt"})]
     assert not await listed(gql, run["runId"])
     assert (await run_of(gql, run["runId"]))["status"] == "COMPLETED"  # kept for retention
@@ -265,7 +269,10 @@ async def test_approval_with_edited_args_runs_the_tool_with_them(gql) -> None:
     before = len(EXECUTIONS)
     result = await act(gql, APPROVE, runId=run["runId"], editedArgs={"path": "/tmp/person-chose"})
     assert result["__typename"] == "RunDecided", result
-    assert result["run"]["output"] == "delete_file: deleted /tmp/person-chose"
+    assert (
+        result["run"]["output"]
+        == "delete_file: deleted /tmp/person-chose (a demo: no file was touched)"
+    )
     assert EXECUTIONS[before:] == [("delete_file", {"path": "/tmp/person-chose"})]
     [call] = result["run"]["toolCalls"]
     assert call["args"] == {"path": "/tmp/model-chose.txt"}  # what the model asked stays

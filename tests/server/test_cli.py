@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -20,32 +19,22 @@ from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
 from suspended_runs.storage import SNAPSHOTS_COLLECTION
 from tests.helpers import (
+    COMMAND,
     ROOT,
     STATE_FILE,
+    UNREACHABLE,
     Server,
     embedded_pid,
     load_snapshots,
+    run_cli,
     wait_until_serving,
 )
-
-COMMAND = [sys.executable, "-m", "suspended_runs.server.cli"]
-
-
-def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*COMMAND, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
 
 
 def test_help_lists_the_subcommands() -> None:
     result = run_cli("--help")
     assert result.returncode == 0
-    for command in ("serve", "reconcile", "export-schema", "langgraph-index"):
+    for command in ("serve", "check", "reconcile", "export-schema", "langgraph-index"):
         assert command in result.stdout
 
 
@@ -76,9 +65,6 @@ def test_version_prints_the_installed_version() -> None:
     result = run_cli("--version")
     assert result.returncode == 0
     assert result.stdout.strip() == f"suspended-runs {importlib.metadata.version('suspended-runs')}"
-
-
-UNREACHABLE = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=500"
 
 
 @pytest.mark.parametrize(

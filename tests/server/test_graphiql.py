@@ -3,15 +3,18 @@ blocked, the page loads its files from this server and runs a query."""
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
 from typing import Any
 
+from graphql import parse, print_ast
 from playwright.sync_api import Browser, Route, expect
 
 from suspended_runs.server import Settings
-from suspended_runs.server.graphiql import assets
+from suspended_runs.server.graphiql import FIRST_QUERY, assets
 from suspended_runs.server.inbox import CONTENT_SECURITY_POLICY
-from tests.helpers import ThreadedServer
+from tests.helpers import ROOT, ThreadedServer
 
 
 def test_graphiql_runs_a_query_with_every_other_origin_blocked(
@@ -40,6 +43,9 @@ def test_graphiql_runs_a_query_with_every_other_origin_blocked(
         assert answer.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
         editor = page.locator(".graphiql-query-editor .CodeMirror").first
         expect(editor).to_be_visible(timeout=20_000)
+        expect(editor).to_contain_text("suspendedRuns(perPage: 2)")  # the README's first
+        page.locator(".graphiql-execute-button").click()
+        expect(page.locator(".result-window")).to_contain_text('"total": 0', timeout=15_000)
         _type_query(page, "{ viewer { role } }")
         page.locator(".graphiql-execute-button").click()
         expect(page.locator(".result-window")).to_contain_text('"role": "ADMIN"', timeout=15_000)
@@ -59,3 +65,9 @@ def _type_query(page: Any, query: str) -> None:
 def test_the_assets_come_from_the_installed_distribution() -> None:
     names = {path.name for path in assets().iterdir()}
     assert {"graphiql.min.js", "graphiql.min.css", "react.production.min.js"} <= names
+
+
+def test_graphiql_opens_on_the_readmes_first_query() -> None:
+    readme = (ROOT / "README.md").read_text()
+    first = json.loads(re.search(r"-d '(\{.*?\})'", readme, re.S)[1])["query"]  # type: ignore[index]
+    assert print_ast(parse(first)) == print_ast(parse(FIRST_QUERY))
