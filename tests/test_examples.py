@@ -119,3 +119,14 @@ def test_every_link_between_pages_leads_somewhere(page: Path) -> None:
         elif anchor and where.suffix == ".md" and anchor[1:] not in anchors(where):
             broken.append(f"{target}{anchor}")
     assert not broken, broken
+
+
+def test_no_page_but_the_changelog_is_organised_by_date() -> None:
+    """Pages say what is true now; how it changed is CHANGELOG.md's."""
+    dated = [
+        f"{page.relative_to(ROOT)}: {heading}"
+        for page in PAGES
+        for heading in HEADING.findall(FENCE.sub("", page.read_text()))
+        if re.search(r"\d{4}-\d{2}-\d{2}", heading)
+    ]
+    assert not dated
