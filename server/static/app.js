@@ -110,8 +110,11 @@ function setView(name, { focus = true } = {}) {
   }
   $("#runs-heading").textContent = view.title;
   const times = name === "times";
+  const one = name === "run"; // a run's own page: nothing to filter, no other page
   $("#times").hidden = !times;
-  for (const part of ["#runs", "nav.pager"]) $(part).hidden = times;
+  $("#runs").hidden = times;
+  $("nav.pager").hidden = times || one;
+  $("#filters").hidden = one;
   $("#view-note").textContent = view.note;
   $("#summary").textContent = "";
   updateBulk();

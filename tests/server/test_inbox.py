@@ -340,6 +340,8 @@ def test_a_runs_own_address_opens_the_inbox_on_it_as_webhooks_link(inbox: Inbox)
     page = inbox.open("alice", path=f"/runs/{run['runId']}")
     expect(page.locator("#runs-heading")).to_have_text("One run")
     expect(page.locator("article[data-run]")).to_have_count(1)
+    for chrome in ("#filters", "nav.pager"):  # a list's, not a run's (issue 52)
+        expect(page.locator(chrome)).to_be_hidden()
     talk = card(page, run["runId"]).locator(".conversation .message")
     expect(talk.filter(has_text="User")).to_contain_text("please delete /tmp/linked.txt")
     expect(talk.last).to_contain_text('Calls delete_file with {"path":"/tmp/linked.txt"}')
@@ -354,6 +356,8 @@ def test_a_runs_own_address_opens_the_inbox_on_it_as_webhooks_link(inbox: Inbox)
     )
     missing.get_by_role("link", name="Waiting for a decision").click()
     expect(missing.locator("article[data-run]")).to_have_count(1)  # the other run
+    for chrome in ("#filters", "nav.pager"):
+        expect(missing.locator(chrome)).to_be_visible()
 
 
 def _edited_approval(inbox: Inbox, page: Page, run_id: str) -> None:
