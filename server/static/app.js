@@ -13,6 +13,7 @@ import { may, state } from "./state.js";
 import { wireKeys } from "./keys.js";
 import { loadTimes } from "./times.js";
 import { VIEWS, runFromPath, viewFromHash, waits } from "./views.js";
+import { learnWhy } from "./why.js";
 
 const POLL_MS = 4000;
 const LIVE_POLL_MS = 30_000;
@@ -246,6 +247,7 @@ function show(data) {
   renderList(runs, act);
   summarize(runs);
   updateBulk();
+  if (state.view !== "run") learnWhy(runs, rerender);
 }
 
 function visibleRuns() {

@@ -9,6 +9,7 @@ import { inReview, reviewedByMe, reviewing } from "./reviewing.js";
 import { conversation, timeline } from "./run_page.js";
 import { may, state } from "./state.js";
 import { waits } from "./views.js";
+import { whyLine } from "./why.js";
 
 /**
  * `act` holds the handlers: decide(run, call, action, extra, key), operate(run, action,
@@ -70,6 +71,7 @@ function header(run, id, act) {
       waits(state.view) ? null : [" ", h("span", { class: "badge state" }, statusWords(run))],
     ),
     since(run),
+    state.view === "run" ? null : whyLine(run),
     inReview(run),
     h(
       "dl",
@@ -78,7 +80,14 @@ function header(run, id, act) {
       metaItem("Resource", run.resourceId),
       metaItem("Run", run.runId),
     ),
+    state.view === "run" ? null : pageLink(run, id),
   );
+}
+
+/** To the run's own page: its conversation and timeline. */
+function pageLink(run, id) {
+  const href = `/runs/${encodeURIComponent(run.runId)}`;
+  return h("p", { class: "run-link" }, h("a", { href, "aria-describedby": `${id}-title` }, "The run's page: conversation and timeline"));
 }
 
 function statusWords(run) {

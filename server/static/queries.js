@@ -44,6 +44,9 @@ export function runQuery() {
 }`;
 }
 
+/** Why a run waits, for its card in a list (why.js): what its user said. */
+export const WHY = `query Why($id: ID!) { agentRun(runId: $id) { messages(last: 100) { role text } } }`;
+
 export const DECISION_TIMES = `query DecisionTimes($filter: RunsFilter) {
   stats: decisionStats(filter: $filter) {
     approved declined resumed expired
@@ -137,6 +140,7 @@ export function everyOperation() {
     runQuery(),
     liveQuery(),
     RUN_DECISIONS,
+    WHY,
     DECISION_TIMES,
     ...Object.keys(MUTATIONS).map(decisionMutation),
     decideManyMutation(),

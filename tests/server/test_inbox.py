@@ -885,3 +885,21 @@ def test_notes_are_added_shown_as_text_and_deleted(inbox: Inbox) -> None:
     bobs.get_by_role("button", name="Delete note").click()
     expect(answers(bob).locator("li").first).to_contain_text("Note deleted.")
     expect(veras.locator(".note-body")).to_have_count(0)
+
+
+def test_a_list_card_says_why_the_run_waits_and_links_to_its_page(inbox: Inbox) -> None:
+    said = "please delete /tmp/<b>why</b>.txt"
+    run_id = inbox.start("file-cleaner", said)["runId"]
+    page = inbox.open("alice")
+    shown = card(page, run_id)
+    expect(shown.locator(".why")).to_have_text(f"User said: {said}")  # as text (issue 52)
+    expect(shown.locator(".why b")).to_have_count(0)
+    shown.get_by_role("link", name="The run's page: conversation and timeline").click()
+    expect(page).to_have_url(f"{inbox.url}/runs/{run_id}")
+    expect(page.locator("#runs-heading")).to_have_text("One run")
+    own = card(page, run_id)
+    expect(own.locator(".conversation")).to_contain_text(said)
+    expect(own.locator(".why")).to_have_count(0)  # the conversation says it
+    expect(own.get_by_role("link", name="The run's page: conversation and timeline")).to_have_count(
+        0
+    )
