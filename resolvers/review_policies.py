@@ -42,6 +42,7 @@ class _PolicyText(BaseModel):
     decisionTimeoutSeconds: float | None = Field(None, gt=0)
     requireArgsHash: bool | None = None
     strictReviews: bool = False
+    destructive: bool = False
 
     @model_validator(mode="after")
     def _escalation_whole(self) -> _PolicyText:
@@ -84,6 +85,8 @@ class ReviewPolicy:
     """None: under a quorum, yes."""
     strict_reviews: bool = False
     """While another person reviews the run, no decision on its calls, `force` or not."""
+    destructive: bool = False
+    """Its calls change what cannot be changed back: clients confirm before approving one."""
 
     def matches(self, agent_id: str, tool_name: str | None) -> bool:
         return self.agent_id in ("*", agent_id) and self.tool_name in ("*", tool_name or "")
@@ -196,4 +199,5 @@ def _policy(item: Any, where: str) -> ReviewPolicy:
         decision_timeout=timedelta(seconds=timeout) if timeout is not None else None,
         require_args_hash=text.requireArgsHash,
         strict_reviews=text.strictReviews,
+        destructive=text.destructive,
     )

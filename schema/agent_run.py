@@ -161,6 +161,16 @@ class AgentRunToolCall:
         return max(self.approvals_required(info) - counted, 0)
 
     @strawberry.field(
+        description="Whether a client asks the person to confirm before approving this "
+        "pending approval: a review policy marks its tool `destructive`, or "
+        "CONFIRM_EVERY_APPROVAL is set. Advice to clients: the API itself asks nothing more."
+    )
+    def confirm_approval(self, info: strawberry.Info[resolvers.Context, Any]) -> bool:
+        if self.decision is not None or not self.requires_approval:
+            return False
+        return info.context.policy.confirms(self.agent_id, self.tool_name)
+
+    @strawberry.field(
         description="Who a review policy asks to decide this call, as written (subjects and "
         "group:<name>), escalation included, then whom the run was handed to (assignRun); "
         "empty: any approver in scope."

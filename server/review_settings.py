@@ -24,6 +24,10 @@ class ReviewSettings(BaseModel):
         description="The longest review one startReview starts (its default is 15 minutes).",
     )
 
+    confirm_every_approval: bool = Field(
+        False, description="Clients confirm every approval, not only a destructive tool's."
+    )
+
     @property
     def review_max(self) -> timedelta:
         return timedelta(minutes=self.review_max_minutes)

@@ -335,6 +335,7 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings, ReviewSettings):
             # Read again (not kept from validation): a copy with other policies reads its own.
             reviews=ReviewPolicies.load(self.review_policies, self.review_policies_file),
             review_max=self.review_max,
+            confirm_every_approval=self.confirm_every_approval,
         )
 
     @property

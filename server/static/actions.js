@@ -40,6 +40,23 @@ function tell(key, run, said) {
   if (run) page.log(label(run), said.text, said.tone);
 }
 
+/**
+ * The reader's yes before approving calls that ask for it (`confirmApproval`: a review
+ * policy marks their tool destructive, or the server asks it of every approval).
+ */
+function confirmed(items, action) {
+  const asking = action === "APPROVE" ? items.filter(({ call }) => call.confirmApproval) : [];
+  if (!asking.length) return true;
+  const what = asking.map(({ call, args }) => `${call.toolName ?? "an unnamed tool"} with ${shortly(args ?? call.editedArgs ?? call.args)}`);
+  const calls = what.length === 1 ? what[0] : `${what.length} calls:\n${what.join("\n")}`;
+  return window.confirm(`Approve ${calls}?\n\nThis server asks you to confirm: what the tool does may not be undone.`);
+}
+
+function shortly(value) {
+  const text = JSON.stringify(value ?? null);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
+
 /** One decision on one pending call. `extra`: reason, resumeText, editedArgsText, field. */
 export async function decide(run, call, action, extra, key) {
   // The arguments as shown: a call whose arguments changed since is refused (StaleDecision).
@@ -51,6 +68,10 @@ export async function decide(run, call, action, extra, key) {
     const parsed = parseJson(text);
     if (!parsed.ok) return invalid(key, parsed.message, extra.field);
     input[name] = parsed.value;
+  }
+  if (!confirmed([{ run, call, args: input.editedArgs }], action)) {
+    tell(key, run, { tone: "warn", text: `Nothing was done: you did not confirm approving ${call.toolName ?? "the call"}.` });
+    return page.render();
   }
   const request = JSON.stringify(input);
   input.idempotencyKey = idempotencyKey(request);
@@ -127,6 +148,10 @@ export async function decideSelected(action, reason) {
     page.log("Selected runs", text, "warn");
   }
   if (!items.length) return;
+  if (!confirmed(items, action)) {
+    page.log("Selected runs", "Nothing was approved: you did not confirm.", "warn");
+    return;
+  }
   const decisions = items.map(({ run, call }) => decisionInput(run, call, action, reason));
   items.forEach(({ run, call }) => state.busy.add(`${run.runId}/${call.toolCallId}`));
   page.render();

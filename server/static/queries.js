@@ -5,7 +5,7 @@ function runFields() {
     outcomeUnknown output error decidedAt decidedBy startedBy continuable notContinuableReason
     inReviewBy inReviewUntil notes(last: 20) { id body author at }
     toolCalls { toolCallId toolName args requiresApproval suspendPayload
-      expiresAt argsHash editedArgs approvalsRequired approvalsNeeded assignedTo
+      expiresAt argsHash editedArgs approvalsRequired approvalsNeeded assignedTo confirmApproval
       approvals { by at } decision { action decidedBy decidedAt reason } }`;
 }
 

@@ -139,7 +139,8 @@ def inbox(
 ) -> Iterator[Inbox]:
     """`{"trusted": True}` as the parameter: a server of trusted documents, whose
     manifest holds only the test's own START (the page's operations are always allowed);
-    `{"policies": [...]}`: a server with these review policies."""
+    `{"policies": [...]}`: a server with these review policies; `{"settings": {...}}`:
+    with these settings."""
     name = f"inbox_{uuid.uuid4().hex[:10]}"
     client: MongoClient[Any] = MongoClient(mongo_uri, tz_aware=True)
     settings = Settings(
@@ -153,6 +154,7 @@ def inbox(
         settings = settings.model_copy(update=update)
     if policies := getattr(request, "param", {}).get("policies"):
         settings = settings.model_copy(update={"review_policies": json.dumps(policies)})
+    settings = settings.model_copy(update=getattr(request, "param", {}).get("settings", {}))
     try:
         with ThreadedServer(settings) as url:
             inbox = Inbox(url, client[name], browser)
@@ -903,3 +905,66 @@ def test_a_list_card_says_why_the_run_waits_and_links_to_its_page(inbox: Inbox) 
     expect(own.get_by_role("link", name="The run's page: conversation and timeline")).to_have_count(
         0
     )
+
+
+DESTRUCTIVE = {"agentId": "file-cleaner", "toolName": "delete_file", "destructive": True}
+
+
+def _dialogs(page: Page, answers: list[bool]) -> list[str]:
+    """The text of each confirm() the page shows, answered yes or no in turn."""
+    said: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        said.append(dialog.message)
+        dialog.accept() if answers.pop(0) else dialog.dismiss()
+
+    page.on("dialog", answer)
+    return said
+
+
+@pytest.mark.parametrize("inbox", [{"policies": [DESTRUCTIVE]}], indirect=True)
+def test_approving_a_tool_a_policy_marks_destructive_asks_to_confirm(inbox: Inbox) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/precious.txt")["runId"]
+    asker = inbox.start("city-asker", "Where shall we meet?")["runId"]
+    page = inbox.open("bob")
+    said = _dialogs(page, [False, True])
+    shown = card(page, run_id)
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Nothing was done: you did not confirm approving delete_file."
+    )
+    assert said == [
+        'Approve delete_file with {"path":"/tmp/precious.txt"}?\n\n'
+        "This server asks you to confirm: what the tool does may not be undone."
+    ]
+    assert (
+        inbox.gql("query($id: ID!) { agentRun(runId: $id) { status } }", {"id": run_id})[
+            "agentRun"
+        ]["status"]
+        == "SUSPENDED"
+    )
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page).locator("li").first).to_contain_text("Approved delete_file.")
+    assert len(said) == 2
+    card(page, asker).get_by_label("Resume data (JSON)").fill('{"name": "Porto"}')
+    card(page, asker).get_by_role("button", name="Resume").click()  # not an approval
+    expect(answers(page).locator("li").first).to_contain_text("Resumed ask_city.")
+    assert len(said) == 2
+
+
+@pytest.mark.parametrize("inbox", [{"settings": {"confirm_every_approval": True}}], indirect=True)
+def test_every_approval_asks_to_confirm_when_the_server_says_so(inbox: Inbox) -> None:
+    runs = [inbox.start("file-cleaner", f"please delete /tmp/{n}.txt")["runId"] for n in "ab"]
+    page = inbox.open("bob")
+    said = _dialogs(page, [False, True])
+    for run_id in runs:
+        card(page, run_id).get_by_role("checkbox", name="Select").check()
+    page.get_by_role("button", name="Approve selected").click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Nothing was approved: you did not confirm."
+    )
+    assert said[0].startswith("Approve 2 calls:\ndelete_file with")
+    page.get_by_role("button", name="Approve selected").click()
+    for run_id in runs:
+        expect(card(page, run_id)).to_have_count(0)
+    assert len(said) == 2
