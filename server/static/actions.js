@@ -49,7 +49,7 @@ function confirmed(items, action) {
   if (!asking.length) return true;
   const what = asking.map(({ call, args }) => `${call.toolName ?? "an unnamed tool"} with ${shortly(args ?? call.editedArgs ?? call.args)}`);
   const calls = what.length === 1 ? what[0] : `${what.length} calls:\n${what.join("\n")}`;
-  return window.confirm(`Approve ${calls}?\n\nThis server asks you to confirm: what the tool does may not be undone.`);
+  return window.confirm(`Approve ${calls}?\n\nThis server asks you to confirm before the tool runs.`);
 }
 
 function shortly(value) {

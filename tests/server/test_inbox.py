@@ -935,7 +935,7 @@ def test_approving_a_tool_a_policy_marks_destructive_asks_to_confirm(inbox: Inbo
     )
     assert said == [
         'Approve delete_file with {"path":"/tmp/precious.txt"}?\n\n'
-        "This server asks you to confirm: what the tool does may not be undone."
+        "This server asks you to confirm before the tool runs."
     ]
     assert (
         inbox.gql("query($id: ID!) { agentRun(runId: $id) { status } }", {"id": run_id})[
