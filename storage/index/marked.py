@@ -14,12 +14,17 @@ asks that index alone, and checks the rest of its filter on each entry here.
   it holds and must not.
 - `assignedToMe`: the review policies' bands (storage/index/assignment.py), and the runs
   handed to the caller that no band holds.
+
+The runs in review are read once per version of the index (storage/index/version.py: a
+new token after every write to an entry, in any process) and kept for the lists and counts
+asked as of that version; a review that ends by itself is checked against `now` on each use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from pymongo.asynchronous.collection import AsyncCollection
 
@@ -37,25 +42,36 @@ _WHOLE: Document = {"_id": 0, "snapshotId": 0}
 class MarkedRuns:
     def __init__(self, collection: AsyncCollection[Document]) -> None:
         self.collection = collection
+        self._kept: tuple[Any, datetime, list[Document]] | None = None
+        """The version's token, when they were read, and the entries in review then."""
 
-    async def reviewed(self, now: datetime) -> list[Document]:
-        """The entries whose review lasts at `now` (any state: the caller checks it)."""
+    async def reviewed(self, now: datetime, token: Any = None) -> list[Document]:
+        """The entries whose review lasts at `now` (any state, and reviews that ended since
+        they were read: the caller checks both), as of the version `token` (None: read)."""
+        kept = self._kept
+        if token is not None and kept is not None and kept[0] == token and kept[1] <= now:
+            return kept[2]
         cursor = self.collection.find({REVIEW_INDEX: {"$gt": now}}, _WHOLE)
-        return [doc async for doc in cursor]
+        found = [doc async for doc in cursor]
+        if token is not None:
+            self._kept = (token, now, found)
+        return found
 
     async def handed(self, names: frozenset[str]) -> list[Document]:
         """The entries handed over to any of `names`."""
         cursor = self.collection.find({ASSIGNEES_INDEX: {"$in": sorted(names)}}, _WHOLE)
         return [doc async for doc in cursor]
 
-    async def extra(self, run_filter: RunFilter, now: datetime) -> list[Document]:
+    async def extra(
+        self, run_filter: RunFilter, now: datetime, token: Any = None
+    ) -> list[Document]:
         """The entries `run_filter` holds that its walk of windows does not find: the runs
         in review of a list of them alone, or the runs handed to the caller that no band of
         its `assignedToMe` holds."""
         if not walks(run_filter):
             return [
                 doc
-                for doc in await self.reviewed(now)
+                for doc in await self.reviewed(now, token)
                 if _wanted(doc, run_filter, now) and holds(doc, run_filter, now)
             ]
         if not run_filter.assigned_to_me or not run_filter.handed_to:
@@ -68,14 +84,14 @@ class MarkedRuns:
             and not _in_shapes(doc, run_filter, now)
         ]
 
-    async def left_out(self, run_filter: RunFilter, now: datetime) -> int:
+    async def left_out(self, run_filter: RunFilter, now: datetime, token: Any = None) -> int:
         """How many entries the list's shapes hold that its review states leave out (its
         walk skips them as it reads them: its total does not count them)."""
         if run_filter.reviews is None or not walks(run_filter):
             return 0
         return sum(
             1
-            for doc in await self.reviewed(now)
+            for doc in await self.reviewed(now, token)
             if not _wanted(doc, run_filter, now) and _in_shapes(doc, run_filter, now)
         )
 

@@ -69,7 +69,7 @@ class RunPages:
         after the last of them: a skipped run costs its lookup, not its transfer and
         decoding."""
         now = now or datetime.now(UTC)
-        extra = await self._marked.extra(run_filter, now)
+        extra = await self._marked.extra(run_filter, now, version.token)
         if skip:
             ask = _Ask(_KEYS, skip, after, version, now, extra)
             passed = await self._merged(run_filter, ask)
@@ -83,13 +83,13 @@ class RunPages:
         the tallies of every shape (storage/index/tallies.py) once they are read, else kept
         per filter, and brought up to date from what changed (storage/index/counts.py)."""
         span = run_filter.span()
-        total = len(await self._marked.extra(run_filter, now))
+        total = len(await self._marked.extra(run_filter, now, version.token))
         for shape in run_filter.shapes(now) if walks(run_filter) else ():
             tallied = await self.tallies.count(shape, span, version) if self.tallies else None
             if tallied is None:
                 tallied = await self._counts.count(shape, span, version, now)
             total += tallied
-        return total - await self._marked.left_out(run_filter, now)
+        return total - await self._marked.left_out(run_filter, now, version.token)
 
     async def _merged(self, run_filter: RunFilter, ask: _Ask[_Keyed]) -> list[_Keyed]:
         """The first `ask.need` runs of every shape of `run_filter` after `ask.after`, merged."""
