@@ -24,12 +24,17 @@ _ALWAYS = None
 
 
 async def narrowed(context: Context, run_filter: RunFilter) -> RunFilter:
-    """`run_filter` with the caller's assignment spelled out, when it asks for it."""
+    """`run_filter` with what is the caller's spelled out: whose reviews are theirs and,
+    when it asks for it, its assignment (the review policies' bands, and the names a run
+    handed over names, resolvers/hand_over.py)."""
+    run_filter = dataclasses.replace(run_filter, reviewer=context.person)
     if not run_filter.assigned_to_me:
         return run_filter
     tools = await context.storage.runs.tools()
-    bands = assigned_bands(context.policy.reviews, tools, context.principal, datetime.now(UTC))
-    return dataclasses.replace(run_filter, assigned=bands)
+    principal = context.principal
+    bands = assigned_bands(context.policy.reviews, tools, principal, datetime.now(UTC))
+    handed = principal.names if principal.authenticated else frozenset()
+    return dataclasses.replace(run_filter, assigned=bands, handed_to=handed)
 
 
 def assigned_bands(

@@ -55,6 +55,8 @@ async def decision_stats(
             "assignedToMe lists calls still waiting, not decided ones",
             argument="filter.assignedToMe",
         )
+    if run_filter.reviews is not None:
+        raise BadUserInput("a review is of a waiting run", argument="filter.inReview")
     records = await context.storage.decisions.applied_between(
         context.principal.scope.narrow(run_filter), decided_from, decided_to, MAX_DECISIONS + 1
     )

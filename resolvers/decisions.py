@@ -37,6 +37,7 @@ from suspended_runs.resolvers.outcomes import (
     kind,
 )
 from suspended_runs.resolvers.reviews import Proceed, review
+from suspended_runs.resolvers.run_reviews import held_off
 from suspended_runs.runtime import (
     AgentRuntime,
     ArgsRejected,
@@ -81,7 +82,10 @@ class DecisionRequest:
     """The call's argsHash as the decider saw it: when it is not the call's now, nothing
     is applied (StaleDecision)."""
     by_expiry: bool = False
-    """Made by the approval's expiry: `approval.expired` is written with the claim."""
+    """Made by the approval's expiry: `approval.expired` is written with the claim, and no
+    review puts it off."""
+    force: bool = False
+    """Decide although another person reviews the run (resolvers/run_reviews.py)."""
 
     def fingerprint(self) -> str:
         """What makes two requests the same request (the key and `wait` aside)."""
@@ -127,6 +131,8 @@ async def _decide(context: Context, request: DecisionRequest) -> DecisionOutcome
         runtime = context.runtimes.for_run(entry)
         now = context.runtimes.claims.clock()
         looked = _look(entry, runtime, request, now)
+        if isinstance(looked, ToolCall) and not request.by_expiry:
+            looked = held_off(context, entry, looked, now, force=request.force) or looked
         if not isinstance(looked, ToolCall):
             await _audit(context, request, now, _call_id_of(looked), kind(looked))
             return looked

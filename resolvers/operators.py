@@ -4,7 +4,8 @@ A STALLED run (its process died while continuing it) or one whose outcome is unk
 decision's answer was lost) is never re-run by itself: re-running a tool twice is worse
 than asking a person. An admin may release it, back to SUSPENDED with its pending calls
 read again from its snapshot (accepting that a tool may run again); an approver may
-cancel a SUSPENDED or STALLED run, so that its pending tools never run. Both are audited.
+cancel a SUSPENDED or STALLED run, so that its pending tools never run, unless another
+person reviews it (an admin's cancellation goes ahead). Both are audited.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from suspended_runs.resolvers.outcomes import (
     WrongRunStatus,
     kind,
 )
+from suspended_runs.resolvers.reviewing import record, run_for
+from suspended_runs.resolvers.run_reviews import held_off
 from suspended_runs.runtime import NotApplied, OutcomeUncertain
-from suspended_runs.storage import AuditRecord, Outcome, RunEntry, RunStatus, deadlines
+from suspended_runs.storage import Outcome, RunEntry, RunStatus, deadlines
 
 _CANCEL_ATTEMPTS = 3
 
@@ -81,6 +84,10 @@ async def _take_to_cancel(
                 f"run {run_id} is {status.value}: only a SUSPENDED or STALLED run can be cancelled",
                 entry,
             )
+        if not context.principal.may(Role.ADMIN):  # an admin's cancellation ignores reviews
+            held = held_off(context, entry, None, claims.clock(), force=False)
+            if held is not None:
+                return held
         claim = claims.new_claim(claims.clock())
         if await context.storage.runs.claims.take_over(entry, claim):
             version = entry.version + 1
@@ -126,26 +133,10 @@ async def _run_for(
 ) -> RunEntry | Forbidden | RunNotFound:
     """The run an operator acts on, or why they cannot (a run out of scope is not found)."""
     context.budget.limits.check_text(reason, "reason")
-    if not context.principal.may(role):
-        return Forbidden(role.value, f"{doing} needs the {role.value} role")
-    entry = await context.storage.runs.get(run_id)
-    if entry is None or not context.principal.scope.allows(entry):
-        return RunNotFound(run_id, f"no run {run_id}")
-    return entry
+    return await run_for(context, run_id, doing, role)
 
 
 async def _audit(
     context: Context, action: str, run_id: str, reason: str | None, outcome: str
 ) -> None:
-    await context.storage.decisions.record(
-        AuditRecord(
-            run_id=run_id,
-            tool_call_id=None,
-            action=action,
-            by=context.actor,
-            at=context.runtimes.claims.clock(),
-            outcome=outcome,
-            reason=reason,
-            person=context.person,
-        )
-    )
+    await record(context, action, run_id, outcome, reason)

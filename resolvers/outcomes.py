@@ -6,6 +6,10 @@
     ├── RunStarted            a run was started; `run` is where it came to rest
     ├── RunReleased           an operator put a STALLED (or in-doubt) run back to SUSPENDED
     ├── RunCancelled          an operator ended a run; its pending tools never run
+    ├── ReviewStarted         a person reviews a waiting run until `inReviewUntil`
+    ├── ReviewEnded           nobody reviews the run any more
+    ├── RunAssigned           a run was handed to more people (`assignedTo`)
+    ├── NoteAdded, NoteDeleted
     ├── OutcomeUnknown        the decision may have been applied; the run stays claimed
     │                         until its snapshot shows where it went (or it turns STALLED)
     └── (nothing was done, each with a `message`)
@@ -24,6 +28,8 @@
         ├── StaleDecision         expectedArgsHash is not the call's argsHash now
         ├── SelfApproval          a review policy forbids approving a run one started
         ├── NotAReviewer          a review policy names other reviewers
+        ├── InReviewByOther       another person reviews the run (who, until when)
+        ├── NoteNotFound          no such note, or one on a run the caller cannot see
         └── Forbidden             the caller's role does not allow it
 
 A refusal about a run carries it (`run`, as read when refused), so a client's cache
@@ -35,9 +41,10 @@ Outcomes are plain data, so an idempotency key can store one and answer it again
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from datetime import datetime
 from typing import Any, get_args
 
-from suspended_runs.storage import Decision, Document, RunEntry, RunStatus
+from suspended_runs.storage import Decision, Document, RunEntry, RunNote, RunStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +200,49 @@ class WrongRunStatus:
     run: RunEntry
 
 
+@dataclass(frozen=True, slots=True)
+class InReviewByOther:
+    run_id: str
+    in_review_by: str
+    """The person reviewing it."""
+    in_review_until: datetime
+    message: str
+    run: RunEntry
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewStarted:
+    run: RunEntry
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewEnded:
+    run: RunEntry
+
+
+@dataclass(frozen=True, slots=True)
+class RunAssigned:
+    run: RunEntry
+
+
+@dataclass(frozen=True, slots=True)
+class NoteAdded:
+    note: RunNote
+    run: RunEntry
+
+
+@dataclass(frozen=True, slots=True)
+class NoteDeleted:
+    note_id: str
+    run_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoteNotFound:
+    note_id: str
+    message: str
+
+
 DecisionOutcome = (
     RunDecided
     | RunNotFound
@@ -211,6 +261,7 @@ DecisionOutcome = (
     | StaleDecision
     | SelfApproval
     | NotAReviewer
+    | InReviewByOther
 )
 
 StartOutcome = RunStarted | ExecutorUnavailable | Forbidden
@@ -218,8 +269,26 @@ StartOutcome = RunStarted | ExecutorUnavailable | Forbidden
 ReleaseOutcome = RunReleased | RunNotFound | WrongRunStatus | Forbidden
 
 CancelOutcome = (
-    RunCancelled | RunNotFound | WrongRunStatus | ExecutorUnavailable | OutcomeUnknown | Forbidden
+    RunCancelled
+    | RunNotFound
+    | WrongRunStatus
+    | ExecutorUnavailable
+    | OutcomeUnknown
+    | Forbidden
+    | InReviewByOther
 )
+
+ReviewOutcome = (
+    ReviewStarted | RunNotFound | RunNotSuspended | InReviewByOther | NotAReviewer | Forbidden
+)
+
+EndReviewOutcome = ReviewEnded | RunNotFound | InReviewByOther | Forbidden
+
+AssignOutcome = RunAssigned | RunNotFound | RunNotSuspended | NotAReviewer | Forbidden
+
+NoteOutcome = NoteAdded | RunNotFound | Forbidden
+
+DeleteNoteOutcome = NoteDeleted | NoteNotFound | Forbidden
 
 # Every stored answer is one of these; an idempotency record names its member by kind.
 _KINDS: dict[str, type[Any]] = {
@@ -238,6 +307,7 @@ APPLIED_NOTHING = (
     StaleDecision,
     SelfApproval,
     NotAReviewer,
+    InReviewByOther,
 )
 """Answers after which a retry under the same idempotency key may still succeed: they are
 not stored (ExecutorUnavailable means the decision certainly never reached the runtime)."""

@@ -20,6 +20,15 @@ class DecisionPolicy:
     bulk_max: int = 100
     bulk_concurrency: int = 8
     reviews: ReviewPolicies = field(default_factory=ReviewPolicies)
+    review_max: timedelta = timedelta(minutes=60)
+    """The longest review one `startReview` starts (REVIEW_MAX_MINUTES)."""
+    confirm_every_approval: bool = False
+    """CONFIRM_EVERY_APPROVAL: clients confirm every approval, not only destructive ones."""
+
+    def confirms(self, agent_id: str, tool_name: str | None) -> bool:
+        """Whether a client asks the person to confirm before approving such a call."""
+        policy = self.reviews.match(agent_id, tool_name)
+        return self.confirm_every_approval or (policy is not None and policy.destructive)
 
     def timeout_of(self, agent_id: str, tool_name: str | None = None) -> timedelta | None:
         """A review policy's decisionTimeoutSeconds, over DECISION_TIMEOUTS, over

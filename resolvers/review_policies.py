@@ -41,17 +41,19 @@ class _PolicyText(BaseModel):
     escalateTo: list[str] = Field(default_factory=list)
     decisionTimeoutSeconds: float | None = Field(None, gt=0)
     requireArgsHash: bool | None = None
+    strictReviews: bool = False
+    destructive: bool = False
 
     @model_validator(mode="after")
     def _escalation_whole(self) -> _PolicyText:
         if bool(self.escalateTo) != (self.escalateAfterSeconds is not None):
             raise ValueError("escalateAfterSeconds and escalateTo go together")
         for name in [*(self.reviewers or ()), *self.escalateTo]:
-            _check_reviewer(name)
+            check_reviewer(name)
         return self
 
 
-def _check_reviewer(name: str) -> None:
+def check_reviewer(name: str) -> None:
     """A reviewer is spelt `key:`, `jwt:`, `person:` or `group:`, then a name: a policy
     naming no one (`token:bob`) would let no one decide, and say nothing of it."""
     prefix = next((p for p in _SPELLINGS if name.startswith(p)), None)
@@ -81,6 +83,10 @@ class ReviewPolicy:
     decision_timeout: timedelta | None = None
     require_args_hash: bool | None = None
     """None: under a quorum, yes."""
+    strict_reviews: bool = False
+    """While another person reviews the run, no decision on its calls, `force` or not."""
+    destructive: bool = False
+    """Its calls change what cannot be changed back: clients confirm before approving one."""
 
     def matches(self, agent_id: str, tool_name: str | None) -> bool:
         return self.agent_id in ("*", agent_id) and self.tool_name in ("*", tool_name or "")
@@ -192,4 +198,6 @@ def _policy(item: Any, where: str) -> ReviewPolicy:
         escalate_to=tuple(text.escalateTo),
         decision_timeout=timedelta(seconds=timeout) if timeout is not None else None,
         require_args_hash=text.requireArgsHash,
+        strict_reviews=text.strictReviews,
+        destructive=text.destructive,
     )

@@ -4,10 +4,11 @@ What the approver saw: `expectedArgsHash`, when given, must be the call's argsHa
 nothing is applied (StaleDecision); under a quorum, once the call's arguments were edited,
 an approval must give it (unless the policy says `requireArgsHash: false`). Then the first
 policy (resolvers/review_policies.py) that matches the run's agent and the call's tool:
-only its reviewers decide; with `forbidSelfApproval` the run's starter does not approve;
-with `approvals` over 1, each approval before the Nth is recorded (storage/approvals.py)
-and answered ApprovalRecorded, and the Nth continues the run through the same claim as any
-decision. `resumeRun` is outside policies (an operator's action).
+only its reviewers (and those the run was handed to, resolvers/hand_over.py) decide;
+with `forbidSelfApproval` the run's starter does not approve; with `approvals` over 1,
+each approval before the Nth is recorded (storage/approvals.py) and answered
+ApprovalRecorded, and the Nth continues the run through the same claim as any decision.
+`resumeRun` is outside policies (an operator's action).
 
 People, not credentials (resolvers/people.py): the starter is compared as a person, and
 approvals are counted once per person, however many keys and tokens that person holds.
@@ -30,6 +31,7 @@ from suspended_runs.resolvers.outcomes import (
     StaleDecision,
 )
 from suspended_runs.resolvers.review_policies import ReviewPolicy
+from suspended_runs.resolvers.reviewing import handed_to_caller
 from suspended_runs.storage import Action, RunEntry, ToolCall
 from suspended_runs.storage.approvals import Approval, CallApprovals
 from suspended_runs.storage.index.entry import args_hash
@@ -92,7 +94,8 @@ def _refusal(
     action: Action,
     now: datetime,
 ) -> DecisionOutcome | None:
-    if not policy.allows(context.principal.names, entry.suspended_at, now):
+    allowed = policy.allows(context.principal.names, entry.suspended_at, now)
+    if not allowed and not handed_to_caller(context, entry):
         message = f"{policy.label} names other reviewers of {call_id}"
         return NotAReviewer(entry.run_id, call_id, message, entry)
     starter = entry.started_by

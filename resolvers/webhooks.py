@@ -248,6 +248,8 @@ def _invalid(
         return InvalidWebhook("name at least one event", "events")
     if run_filter.assigned_to_me:
         return InvalidWebhook("a webhook has no caller to be assigned to", "filter.assignedToMe")
+    if run_filter.reviews is not None:
+        return InvalidWebhook("a webhook is told of runs whoever reviews them", "filter.inReview")
     if description is not None and len(description) > _MAX_DESCRIPTION:
         return InvalidWebhook(
             f"a description is at most {_MAX_DESCRIPTION} characters", "description"

@@ -27,13 +27,22 @@ class Agent:
         )
 
 
-@strawberry.enum(description="What an audit record records: a decision, or an operator action.")
+@strawberry.enum(
+    description="What an audit record records: a decision, an operator action, or what a "
+    "reviewer did (a review, a hand-over, a note: `reason` says until when, to whom, which "
+    "note)."
+)
 class AuditAction(enum.Enum):
     APPROVE = "approve"
     DECLINE = "decline"
     RESUME = "resume"
     RELEASE = "release"
     CANCEL = "cancel"
+    START_REVIEW = "start_review"
+    END_REVIEW = "end_review"
+    ASSIGN = "assign"
+    ADD_NOTE = "add_note"
+    DELETE_NOTE = "delete_note"
 
 
 @strawberry.type(description="The audit record of one decision asked of this server.")

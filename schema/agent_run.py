@@ -10,9 +10,11 @@ from strawberry.dataloader import DataLoader
 from strawberry.scalars import JSON
 
 from suspended_runs import resolvers, storage
+from suspended_runs.resolvers.hand_over import with_hand_over
 from suspended_runs.resolvers.review_policies import ReviewPolicy
 from suspended_runs.schema.conversation import RunMessage
 from suspended_runs.schema.node import Node
+from suspended_runs.schema.run_notes import RunNote, notes_of
 
 RunStatus = strawberry.enum(
     storage.RunStatus,
@@ -160,14 +162,26 @@ class AgentRunToolCall(Node):
         return max(self.approvals_required(info) - counted, 0)
 
     @strawberry.field(
+        description="Whether a client asks the person to confirm before approving this "
+        "pending approval: a review policy marks its tool `destructive`, or "
+        "CONFIRM_EVERY_APPROVAL is set. Advice to clients: the API itself asks nothing more."
+    )
+    def confirm_approval(self, info: strawberry.Info[resolvers.Context, Any]) -> bool:
+        if self.decision is not None or not self.requires_approval:
+            return False
+        return info.context.policy.confirms(self.agent_id, self.tool_name)
+
+    @strawberry.field(
         description="Who a review policy asks to decide this call, as written (subjects and "
-        "group:<name>), escalation included; empty: any approver in scope."
+        "group:<name>), escalation included, then whom the run was handed to (assignRun); "
+        "empty: any approver in scope."
     )
     def assigned_to(self, info: strawberry.Info[resolvers.Context, Any]) -> list[str]:
-        policy = self._policy(info)
-        if policy is None or self.decision is not None:
+        if self.decision is not None:
             return []
-        return policy.assigned_to(self.waiting_since, datetime.now(UTC))
+        policy = self._policy(info)
+        names = policy.assigned_to(self.waiting_since, datetime.now(UTC)) if policy else []
+        return with_hand_over(names, self.run)
 
     @classmethod
     def from_entry(
@@ -239,6 +253,25 @@ class AgentRun(Node):
         "at REVIEW_STARTER_CONTEXT_KEY); null: not known, and forbidSelfApproval cannot "
         "apply to it."
     )
+
+    @strawberry.field(description="The person reviewing the run now (startReview); null: nobody.")
+    def in_review_by(self) -> str | None:
+        review = self.entry.reviewed_at(datetime.now(UTC))
+        return review.person if review else None
+
+    @strawberry.field(description="When the review of the run ends; null: nobody reviews it.")
+    def in_review_until(self) -> datetime | None:
+        review = self.entry.reviewed_at(datetime.now(UTC))
+        return review.until if review else None
+
+    @strawberry.field(
+        description="The run's last notes (addRunNote), oldest first (at most 100): plain "
+        "text, to be shown as text."
+    )
+    async def notes(
+        self, info: strawberry.Info[resolvers.Context, Any], last: int = 20
+    ) -> list[RunNote]:
+        return await notes_of(info, self.entry, last)
 
     @classmethod
     def from_entry(cls, entry: storage.RunEntry) -> AgentRun:

@@ -28,8 +28,18 @@ class SuspendedRunsFilter:
     assigned_to_me: bool | None = strawberry.field(
         default=None,
         description="true: only SUSPENDED runs with a pending call whose `assignedTo` names "
-        "the caller (its subject, or group:<name> of one of its groups); false or unset: "
-        "any caller's.",
+        "the caller (its subject, or group:<name> of one of its groups), by a review policy "
+        "or a hand-over (assignRun); false or unset: any caller's.",
+    )
+
+    in_review: bool | None = strawberry.field(
+        default=None,
+        description="true: only runs someone reviews now (startReview); false: only runs "
+        "nobody reviews.",
+    )
+    in_review_by_me: bool | None = strawberry.field(
+        default=None,
+        description="true: only runs the caller's person reviews now; false: all others.",
     )
 
     def to_run_filter(self) -> storage.RunFilter:
@@ -40,6 +50,7 @@ class SuspendedRunsFilter:
             from_date=self.from_date,
             to_date=self.to_date,
             assigned_to_me=bool(self.assigned_to_me),
+            reviews=storage.ReviewState.wanted(self.in_review, self.in_review_by_me),
         )
 
 

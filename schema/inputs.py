@@ -14,6 +14,10 @@ _EXPECTED = (
     "The call's argsHash as you saw it: when the call's arguments are no longer those, "
     "nothing is applied (StaleDecision)."
 )
+_FORCE = (
+    "Decide although another person reviews the run (startReview); refused under a review "
+    "policy with strictReviews."
+)
 _EDITED = (
     "Run the tool with these arguments instead of the model's, checked against the tool's "
     "parameters first (Python runs; a Mastra approval takes none)."
@@ -28,6 +32,7 @@ class ApproveToolCallInput:
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
     expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)
     wait: bool = strawberry.field(default=True, description=_WAIT)
+    force: bool = strawberry.field(default=False, description=_FORCE)
 
 
 @strawberry.input
@@ -38,6 +43,7 @@ class DeclineToolCallInput:
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
     expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)
     wait: bool = strawberry.field(default=True, description=_WAIT)
+    force: bool = strawberry.field(default=False, description=_FORCE)
 
 
 @strawberry.input
@@ -48,6 +54,7 @@ class ResumeRunInput:
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
     expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)
     wait: bool = strawberry.field(default=True, description=_WAIT)
+    force: bool = strawberry.field(default=False, description=_FORCE)
 
 
 @strawberry.input
@@ -82,3 +89,4 @@ class ToolCallDecisionInput:
     edited_args: JSON | None = strawberry.field(default=None, description=_EDITED)
     idempotency_key: str | None = strawberry.field(default=None, description=_KEY)
     expected_args_hash: str | None = strawberry.field(default=None, description=_EXPECTED)
+    force: bool = strawberry.field(default=False, description=_FORCE)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import strawberry
-from strawberry.extensions import FieldExtension
-from strawberry.extensions.field_extension import AsyncExtensionResolver
 from strawberry.types import Info
 
 from suspended_runs import resolvers
 from suspended_runs.schema import webhook_owners, webhooks
+from suspended_runs.schema.charged import Charged
 from suspended_runs.schema.filters import SuspendedRunsFilter
 from suspended_runs.schema.inputs import (
     ApproveToolCallInput,
@@ -30,6 +29,7 @@ from suspended_runs.schema.results import (
     ToolCallDecisionResult,
     from_outcome,
 )
+from suspended_runs.schema.run_reviews import ReviewMutation
 from suspended_runs.schema.webhook_owners import TakeOverWebhookResult
 from suspended_runs.schema.webhooks import (
     CreateWebhookInput,
@@ -45,18 +45,8 @@ from suspended_runs.storage import Action
 ContextInfo = Info[resolvers.Context, Any]
 
 
-class Charged(FieldExtension):
-    """A mutation field takes one from the request's budget before it runs."""
-
-    async def resolve_async(
-        self, next_: AsyncExtensionResolver, source: Any, info: ContextInfo, **kwargs: Any
-    ) -> Any:
-        info.context.budget.take_mutation()
-        return await next_(source, info, **kwargs)
-
-
 @strawberry.type
-class Mutation:
+class Mutation(ReviewMutation):
     @strawberry.mutation(
         description="Run a Python agent until it completes or suspends.", extensions=[Charged()]
     )
@@ -94,6 +84,7 @@ class Mutation:
                 idempotency_key=d.idempotency_key,
                 edited_args=d.edited_args,
                 expected_args_hash=d.expected_args_hash,
+                force=d.force,
             )
             for d in decisions
         ]
@@ -203,6 +194,7 @@ async def _decide(
         idempotency_key=input.idempotency_key,
         wait=input.wait,
         expected_args_hash=input.expected_args_hash,
+        force=input.force,
         **details,
     )
     return from_outcome(await resolvers.decide(info.context, request))

@@ -9,6 +9,7 @@ Every "nothing was done" member implements `Problem { message }`.
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Union, get_args
 
 import strawberry
@@ -185,6 +186,18 @@ class WrongRunStatus(Problem):
     run: AgentRun = _run()
 
 
+@strawberry.type(
+    description="Another person reviews the run (startReview): nothing was done. Wait for "
+    "the review to end, or decide with `force: true` (not under a review policy's "
+    "strictReviews)."
+)
+class InReviewByOther(Problem):
+    run_id: strawberry.ID
+    in_review_by: str = strawberry.field(description="The person reviewing it.")
+    in_review_until: datetime = strawberry.field(description="When the review ends.")
+    run: AgentRun = _run()
+
+
 @strawberry.type(description="The run index was rebuilt from the snapshots.")
 class RunsReconciled:
     scanned: int
@@ -214,6 +227,7 @@ _MEMBERS: dict[str, type[Any]] = {
         StaleDecision,
         SelfApproval,
         NotAReviewer,
+        InReviewByOther,
         RunReleased,
         RunCancelled,
         WrongRunStatus,
@@ -222,9 +236,11 @@ _MEMBERS: dict[str, type[Any]] = {
 """Each GraphQL member, under the name of the resolver outcome it shows."""
 
 
-def _union(name: str, outcomes: Any) -> Any:
-    """The GraphQL union of the members that show a resolver union's outcomes."""
-    members = tuple(_MEMBERS[cls.__name__] for cls in get_args(outcomes))
+def result_union(name: str, outcomes: Any, more: tuple[type[Any], ...] = ()) -> Any:
+    """The GraphQL union of the members that show a resolver union's outcomes; `more`:
+    members defined in another module."""
+    known = {**_MEMBERS, **{cls.__name__: cls for cls in more}}
+    members = tuple(known[cls.__name__] for cls in get_args(outcomes))
     return Annotated[Union[members], strawberry.union(name)]  # noqa: UP007
 
 
@@ -235,11 +251,11 @@ if TYPE_CHECKING:  # the unions are built from the resolvers' lists; a type chec
     ReleaseRunResult = Any
     CancelRunResult = Any
 else:
-    ToolCallDecisionResult = _union("ToolCallDecisionResult", resolvers.DecisionOutcome)
-    ResumeRunResult = _union("ResumeRunResult", resolvers.DecisionOutcome)
-    StartRunResult = _union("StartRunResult", resolvers.StartOutcome)
-    ReleaseRunResult = _union("ReleaseRunResult", resolvers.ReleaseOutcome)
-    CancelRunResult = _union("CancelRunResult", resolvers.CancelOutcome)
+    ToolCallDecisionResult = result_union("ToolCallDecisionResult", resolvers.DecisionOutcome)
+    ResumeRunResult = result_union("ResumeRunResult", resolvers.DecisionOutcome)
+    StartRunResult = result_union("StartRunResult", resolvers.StartOutcome)
+    ReleaseRunResult = result_union("ReleaseRunResult", resolvers.ReleaseOutcome)
+    CancelRunResult = result_union("CancelRunResult", resolvers.CancelOutcome)
 ReconcileResult = Annotated[RunsReconciled | Forbidden, strawberry.union("ReconcileResult")]
 
 

@@ -75,7 +75,7 @@ def _feed(
     with_total = selects(info.selected_fields[0].selections, total)
     # A feed is evaluated with its first subscriber's context: the key holds all that
     # changes an answer (the operation, its variables, the role, the scope, the groups,
-    # and for `assignedToMe` who asks: credential, person and groups).
+    # and for `assignedToMe` who asks: credential, person and groups; for reviews, whose).
     resolvers.require(context.principal, resolvers.Role.VIEWER)
     principal = context.principal
     key = (
@@ -85,6 +85,7 @@ def _feed(
         principal.scope,
         principal.groups,
         principal.names if run_filter.assigned_to_me else None,
+        context.person if run_filter.reviews is not None else None,
     )
 
     async def evaluate() -> _Shown:

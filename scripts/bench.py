@@ -22,10 +22,11 @@ and decideToolCalls of 100 approvals, through completion. Optionally (`--scans`)
 agent page the way Mastra's `listSuspendedRuns()` computes it (every suspended snapshot
 read in pages of 100, parsed and filtered in the process).
 
-`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--hung`, `--langgraph`,
-`--slow-bodies` and `--relay` print only the follower's figures, hostile requests',
-subscriptions' and traces', webhooks' (scripts/webhooks.py), `assignedToMe` lists' beside
-other shapes (scripts/assigned.py), the seconds to a typed answer while the database hangs
+`--churn`, `--hostile`, `--live`, `--webhooks`, `--assigned`, `--reviews`, `--hung`,
+`--langgraph`, `--slow-bodies` and `--relay` print only the follower's figures, hostile
+requests', subscriptions' and traces', webhooks' (scripts/webhooks.py), `assignedToMe`
+lists' beside other shapes (scripts/assigned.py), reviews' lists, index and pushes
+(scripts/reviews.py), the seconds to a typed answer while the database hangs
 (scripts/hung.py), LangGraph threads' beside Mastra runs (scripts/threads.py), other
 clients' polls beside slow request bodies (scripts/slow_bodies.py), and `node`, `nodes` and
 connections beside `agentRun` and the pages (scripts/relay.py).
@@ -54,7 +55,18 @@ from typing import Any
 import httpx
 from pymongo import MongoClient
 
-from scripts import assigned, churn, hostile, hung, live, relay, slow_bodies, threads, webhooks
+from scripts import (
+    assigned,
+    churn,
+    hostile,
+    hung,
+    live,
+    relay,
+    reviews,
+    slow_bodies,
+    threads,
+    webhooks,
+)
 from scripts.copies import copies, insert_runs
 from suspended_runs.server import EmbeddedMongoDB
 from suspended_runs.server.embedded_mongodb import free_port
@@ -510,6 +522,8 @@ def main() -> int:
         return webhooks_main(args)
     if args.assigned:
         return assigned_main(args)
+    if args.reviews:
+        return reviews_main(args)
     if args.langgraph:
         return langgraph_main(args)
     if args.hung:
@@ -590,6 +604,9 @@ def _arguments() -> argparse.Namespace:
     )
     parser.add_argument(
         "--assigned", action="store_true", help="only assignedToMe lists' figures, by --sizes"
+    )
+    parser.add_argument(
+        "--reviews", action="store_true", help="only reviews' figures (lists by --sizes)"
     )
     parser.add_argument(
         "--langgraph", action="store_true", help="only LangGraph threads' figures, by --sizes"
@@ -968,6 +985,55 @@ def assigned_main(args: argparse.Namespace) -> int:
         print(f"| runs listed, {name} | {' | '.join(f'{listed[n][name]:,}' for n in sizes)} |")
     print(f"| peak RSS of the server | {' | '.join(f'{peak[n]:.0f} MB' for n in sizes)} |")
     return 0
+
+
+def reviews_main(args: argparse.Namespace) -> int:
+    """`--reviews`: lists of reviews beside `all agents` per size, the insert cost of their
+    indexes, and a review's push to another reviewer's subscription (scripts/reviews.py)."""
+    sizes = [int(s) for s in args.sizes.split(",")]
+    found: dict[int, dict[str, tuple[list[float], list[float]]]] = {}
+    with tempfile.TemporaryDirectory() as folder, EmbeddedMongoDB(Path(folder)) as mongo:
+        log = Path(folder) / "serve.log"
+        for n in sizes:
+            db = f"bench_reviews_{n}"
+            _say(f"N={n}: loading")
+            load(mongo.uri, db, n)
+            uri = settled(mongo)
+            served = serve(uri, db, log, **assigned.settings(Path(folder)))
+            try:
+                counts_in_memory(served.url, headers=assigned.headers())
+                reviews.start_reviews(served.url)
+                _say(f"N={n}: {args.requests} requests per figure")
+                found[n] = reviews.figures(served.url, args.requests)
+                if n == sizes[-1]:
+                    _say("pushes, then the indexes' insert cost")
+                    pushes = asyncio.run(reviews.push_delays(served.url, 20))
+                    plain, sparse = reviews.index_cost(uri, db, 2000)
+            finally:
+                served.stop()
+    print("\n## Reviews beside the same page (page of 20, ms median / p95, without total ·")
+    print("with total; key:bench reviews 30 runs; one server per size, embedded MongoDB)\n")
+    print(f"| shape | {' | '.join(f'N={n:,}' for n in sizes)} |\n|---|" + "---:|" * len(sizes))
+    for name in found[sizes[0]]:
+        shown = [f"{_cell(found[n][name][0])} · {_cell(found[n][name][1])}" for n in sizes]
+        print(f"| {name} | {' | '.join(shown)} |")
+    for name in list(found[sizes[0]])[1:]:
+        ratios = [_ratios(found[n][name], found[n][reviews.SHAPES[0][0]]) for n in sizes]
+        print(f"| {name} / all agents (medians) | {' | '.join(ratios)} |")
+    print(f"\n| figure (N={sizes[-1]:,}) | value |\n| --- | --- |")
+    print(f"| run-index entries inserted/s, without the two sparse indexes | {plain:,.0f} |")
+    print(f"| the same, with them | {sparse:,.0f} ({sparse / plain:.0%}) |")
+    for name, delays in zip(("startReview", "endReview"), pushes, strict=True):
+        ms = [d * 1000 for d in delays]
+        print(f"| {name} -> another reviewer's push (median / p95 ms) | {_cell(ms)} |")
+    return 0
+
+
+def _ratios(shape: tuple[list[float], list[float]], base: tuple[list[float], list[float]]) -> str:
+    return " · ".join(
+        f"{statistics.median(a) / statistics.median(b):.2f}x"
+        for a, b in zip(shape, base, strict=True)
+    )
 
 
 def langgraph_main(args: argparse.Namespace) -> int:

@@ -18,13 +18,14 @@ from suspended_runs.server.hosts import LOOPBACK_HOSTS, host_pattern, is_loopbac
 from suspended_runs.server.langgraph_settings import LangGraphSettings
 from suspended_runs.server.peers import Proxies
 from suspended_runs.server.people_settings import PeopleSettings
+from suspended_runs.server.review_settings import ReviewSettings
 from suspended_runs.server.webhook_settings import WebhookSettings
 from suspended_runs.storage import FollowMode
 
 _HS256_BYTES = 32
 
 
-class Settings(BaseSettings, LangGraphSettings, PeopleSettings, WebhookSettings):
+class Settings(BaseSettings, LangGraphSettings, PeopleSettings, ReviewSettings, WebhookSettings):
     model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
 
     host: str = "127.0.0.1"
@@ -167,11 +168,6 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings, WebhookSettings)
         DEFAULT_SCOPE_CLAIM, description='Claim of the scope: "all" or {resourceIds, agentIds}.'
     )
     jwt_groups_claim: str = Field("groups", description="Claim of the caller's groups.")
-    review_policies: str = Field("", description="JSON list of review policies.")
-    review_policies_file: Path | None = Field(None, description="A file of review policies.")
-    review_starter_context_key: str | None = Field(
-        None, description="Where a Mastra run's request context names who started it."
-    )
 
     @field_validator("log_level", mode="before")
     @classmethod
@@ -304,6 +300,8 @@ class Settings(BaseSettings, LangGraphSettings, PeopleSettings, WebhookSettings)
             bulk_concurrency=self.bulk_decisions_concurrency,
             # Read again (not kept from validation): a copy with other policies reads its own.
             reviews=ReviewPolicies.load(self.review_policies, self.review_policies_file),
+            review_max=self.review_max,
+            confirm_every_approval=self.confirm_every_approval,
         )
 
     @property

@@ -23,12 +23,14 @@ from suspended_runs.storage.index.entry import (
     Claim,
     Decision,
     Outcome,
+    Review,
     RunEntry,
     ToolCall,
     args_hash,
 )
-from suspended_runs.storage.index.filters import Cursor, RunFilter
+from suspended_runs.storage.index.filters import Cursor, ReviewState, RunFilter
 from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.notes import RunNote
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
 from suspended_runs.storage.snapshots.extraction import extract_entry, parse_snapshot
 from suspended_runs.storage.snapshots.langgraph.threads import ThreadReading
@@ -80,10 +82,13 @@ __all__ = [
     "PersistedQueryStore",
     "PythonSnapshots",
     "ReconcileReport",
+    "Review",
+    "ReviewState",
     "RunEntry",
     "RunFacts",
     "RunFilter",
     "RunIndex",
+    "RunNote",
     "RunStatus",
     "Runtime",
     "SnapshotFollower",

@@ -17,6 +17,7 @@ from suspended_runs.storage.follower.follower import FollowMode, SnapshotFollowe
 from suspended_runs.storage.follower.langgraph_source import LangGraphCheckpoints, LangGraphSource
 from suspended_runs.storage.index.entry import RunEntry
 from suspended_runs.storage.index.run_index import RunIndex
+from suspended_runs.storage.notes import NoteStore
 from suspended_runs.storage.persisted_queries import PersistedQueryStore
 from suspended_runs.storage.snapshots.messages import RunMessage, read_messages
 from suspended_runs.storage.snapshots.python_runs import PythonSnapshots
@@ -28,6 +29,7 @@ from suspended_runs.storage.types import (
     EVENTS_COLLECTION,
     FOLLOWER_STATE_COLLECTION,
     IDEMPOTENCY_COLLECTION,
+    NOTES_COLLECTION,
     PERSISTED_QUERIES_COLLECTION,
     RUNS_COLLECTION,
     SNAPSHOTS_COLLECTION,
@@ -63,6 +65,7 @@ class Storage:
     webhooks: WebhookStore
     deliveries: DeliveryStore
     approvals: ApprovalStore
+    notes: NoteStore
     langgraph: LangGraphSource | None = None
     """LangGraph's checkpoints, where LANGGRAPH_DB names them."""
 
@@ -105,6 +108,7 @@ class Storage:
             webhooks=WebhookStore(db[WEBHOOKS_COLLECTION], state),
             deliveries=DeliveryStore(db[DELIVERIES_COLLECTION], retention, state),
             approvals=ApprovalStore(db[APPROVALS_COLLECTION], retention),
+            notes=NoteStore(db[NOTES_COLLECTION], retention),
             langgraph=threads,
         )  # fmt: skip
 
@@ -116,6 +120,7 @@ class Storage:
         await self.outbox.ensure_indexes()
         await self.deliveries.ensure_indexes()
         await self.approvals.ensure_indexes()
+        await self.notes.ensure_indexes()
 
     async def messages(self, entry: RunEntry, last: int) -> list[RunMessage]:
         """A run's last `last` messages, as its snapshot (or its thread's checkpoint)

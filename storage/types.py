@@ -46,6 +46,9 @@ APPROVALS_COLLECTION = "suspended_runs_approvals"
 DELIVERIES_COLLECTION = "suspended_runs_deliveries"
 """One document per event and webhook (storage/events/deliveries.py)."""
 
+NOTES_COLLECTION = "suspended_runs_notes"
+"""Notes reviewers wrote on runs (storage/notes.py)."""
+
 MASTRA_RUN_WORKFLOWS = ("agentic-loop", "durable-agentic-loop")
 """Workflow names of Mastra agent runs. Their `executionWorkflow` siblings are not runs."""
 

@@ -38,7 +38,7 @@ def _a_decisions(held: list[Document]) -> bool:
 
 
 def _arm(point: str) -> None:
-    announce = ClaimWrites._announce
+    announce = ClaimWrites.announce
 
     async def before_the_move(self: ClaimWrites, run_id: str, held: list[Document]) -> None:
         if _a_decisions(held):
@@ -54,9 +54,9 @@ def _arm(point: str) -> None:
         _die()
 
     if point == "claim-written":
-        ClaimWrites._announce = before_the_move  # type: ignore[method-assign]
+        ClaimWrites.announce = before_the_move  # type: ignore[method-assign]
     elif point == "event-written":
-        ClaimWrites._announce = after_the_move  # type: ignore[method-assign]
+        ClaimWrites.announce = after_the_move  # type: ignore[method-assign]
     elif point == "continuation-started":
         PythonRuntime.continue_run = handed_over  # type: ignore[method-assign]
         MastraRuntime.continue_run = handed_over  # type: ignore[method-assign]

@@ -2,13 +2,15 @@
 // actions, each answer said in words on the run and in the page's answer log.
 
 import * as api from "./api.js";
-import { ago, describe, describeOperator, pastTense } from "./answers.js";
+import { ago, describe, describeOperator, describeReview, pastTense } from "./answers.js";
 import { parseJson } from "./json.js";
 import {
+  DELETE_NOTE,
   RUN_DECISIONS,
   decideManyMutation,
   decisionMutation,
   operatorMutation,
+  reviewMutation,
 } from "./queries.js";
 import { state } from "./state.js";
 
@@ -38,16 +40,38 @@ function tell(key, run, said) {
   if (run) page.log(label(run), said.text, said.tone);
 }
 
+/**
+ * The reader's yes before approving calls that ask for it (`confirmApproval`: a review
+ * policy marks their tool destructive, or the server asks it of every approval).
+ */
+function confirmed(items, action) {
+  const asking = action === "APPROVE" ? items.filter(({ call }) => call.confirmApproval) : [];
+  if (!asking.length) return true;
+  const what = asking.map(({ call, args }) => `${call.toolName ?? "an unnamed tool"} with ${shortly(args ?? call.editedArgs ?? call.args)}`);
+  const calls = what.length === 1 ? what[0] : `${what.length} calls:\n${what.join("\n")}`;
+  return window.confirm(`Approve ${calls}?\n\nThis server asks you to confirm before the tool runs.`);
+}
+
+function shortly(value) {
+  const text = JSON.stringify(value ?? null);
+  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
+}
+
 /** One decision on one pending call. `extra`: reason, resumeText, editedArgsText, field. */
 export async function decide(run, call, action, extra, key) {
   // The arguments as shown: a call whose arguments changed since is refused (StaleDecision).
   const input = { runId: run.runId, toolCallId: call.toolCallId, expectedArgsHash: call.argsHash };
   if (action === "DECLINE") input.reason = extra.reason;
+  if (state.forced.has(run.runId)) input.force = true; // the reader decides over a review
   for (const [text, name] of [[extra.resumeText, "resumeData"], [extra.editedArgsText, "editedArgs"]]) {
     if (text === undefined) continue;
     const parsed = parseJson(text);
     if (!parsed.ok) return invalid(key, parsed.message, extra.field);
     input[name] = parsed.value;
+  }
+  if (!confirmed([{ run, call, args: input.editedArgs }], action)) {
+    tell(key, run, { tone: "warn", text: `Nothing was done: you did not confirm approving ${call.toolName ?? "the call"}.` });
+    return page.render();
   }
   const request = JSON.stringify(input);
   input.idempotencyKey = idempotencyKey(request);
@@ -124,6 +148,10 @@ export async function decideSelected(action, reason) {
     page.log("Selected runs", text, "warn");
   }
   if (!items.length) return;
+  if (!confirmed(items, action)) {
+    page.log("Selected runs", "Nothing was approved: you did not confirm.", "warn");
+    return;
+  }
   const decisions = items.map(({ run, call }) => decisionInput(run, call, action, reason));
   items.forEach(({ run, call }) => state.busy.add(`${run.runId}/${call.toolCallId}`));
   page.render();
@@ -177,6 +205,30 @@ export async function operate(run, action, reason, key) {
     const data = await api.mutate(operatorMutation(action), { input: { runId: run.runId, reason } });
     const said = describeOperator(action, data.answer);
     if (data.answer.__typename === "Forbidden") learnRole(data.answer.neededRole);
+    tell(key, run, said);
+  } catch (error) {
+    failed(run, key, error);
+  } finally {
+    state.busy.delete(key);
+    page.render();
+    page.refresh();
+  }
+}
+
+/**
+ * A review started, extended or ended, a hand-over, a note added or deleted (`action`:
+ * START_REVIEW, END_REVIEW, ASSIGN, ADD_NOTE, DELETE_NOTE), said on the run. `draftKey`:
+ * the field whose text was sent, emptied once it is done.
+ */
+export async function review(run, action, input, key, draftKey) {
+  state.busy.add(key);
+  state.notes.delete(key);
+  page.render();
+  try {
+    const document = action === "DELETE_NOTE" ? DELETE_NOTE : reviewMutation(action);
+    const data = await api.mutate(document, { input });
+    const said = describeReview(action, data.answer);
+    if (said.tone === "ok" && draftKey) state.drafts.delete(draftKey);
     tell(key, run, said);
   } catch (error) {
     failed(run, key, error);

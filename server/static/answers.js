@@ -9,6 +9,11 @@ const PAST = {
   RESUME: "resumed",
   RELEASE: "released",
   CANCEL: "cancelled",
+  START_REVIEW: "started reviewing it",
+  END_REVIEW: "ended the review",
+  ASSIGN: "handed it over",
+  ADD_NOTE: "added a note",
+  DELETE_NOTE: "deleted a note",
 };
 
 export function pastTense(action) {
@@ -87,7 +92,33 @@ const PROBLEMS = {
     "Nothing was done: the arguments changed since you saw them. Look at them again, then decide.",
   SelfApproval: (a) => `Nothing was done: you started this run, and may not approve it (${a.message}).`,
   NotAReviewer: (a) => `Nothing was done: you are not among its reviewers (${a.message}).`,
+  InReviewByOther: (a) =>
+    `Nothing was done: ${a.inReviewBy} reviews this run until ${clock(a.inReviewUntil)} (${until(a.inReviewUntil)}). Wait for the review to end, or decide although they review it.`,
+  NoteNotFound: () => "Nothing was done: the note is gone.",
 };
+
+/** "14:05": a time of today, as the reader's clock shows it. */
+export function clock(iso) {
+  return new Date(iso).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+const REVIEWED = {
+  ReviewStarted: (a) =>
+    `You are reviewing this run until ${clock(a.run.inReviewUntil)}: others see it, and their decisions wait for you unless they decide anyway.`,
+  ReviewEnded: () => "The review ended: anyone may pick the run up.",
+  RunAssigned: (a) => {
+    const names = [...new Set((a.run.toolCalls ?? []).flatMap((call) => call.assignedTo ?? []))];
+    return `Handed over: assigned to ${names.join(", ")}.`;
+  },
+  NoteAdded: () => "Note added.",
+  NoteDeleted: () => "Note deleted.",
+};
+
+/** A review's, a hand-over's or a note's answer in words. */
+export function describeReview(action, answer) {
+  const say = REVIEWED[answer.__typename];
+  return say ? { tone: "ok", text: say(answer) } : problem(answer);
+}
 
 /** A decision's answer (approve, decline, resume) in words. */
 export function describe(action, answer, toolName) {

@@ -59,9 +59,10 @@ const answers = new Map(); // url -> {etag, data}
 
 /**
  * Runs a query by GET. Answers {data, changed}: `changed` is false when the server said
- * 304 (the data is the previous answer's).
+ * 304 (the data is the previous answer's). `once`: a query not asked again (its answer
+ * is not kept, so it takes no polled query's place among those kept).
  */
-export async function query(document, variables = {}) {
+export async function query(document, variables = {}, { once = false } = {}) {
   const params = new URLSearchParams({ query: document, variables: JSON.stringify(variables) });
   const url = `${ENDPOINT}?${params}`;
   const headers = { Accept: "application/json", ...authHeaders() };
@@ -72,7 +73,7 @@ export async function query(document, variables = {}) {
   const data = await read(response);
   const etag = response.headers.get("ETag");
   answers.delete(url);
-  if (etag) {
+  if (etag && !once) {
     answers.set(url, { etag, data });
     if (answers.size > KEEP) answers.delete(answers.keys().next().value);
   }

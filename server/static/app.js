@@ -13,6 +13,7 @@ import { may, state } from "./state.js";
 import { wireKeys } from "./keys.js";
 import { loadTimes } from "./times.js";
 import { VIEWS, runFromPath, viewFromHash, waits } from "./views.js";
+import { learnWhy } from "./why.js";
 
 const POLL_MS = 4000;
 const LIVE_POLL_MS = 30_000;
@@ -20,14 +21,20 @@ let signedIn = false;
 let loadedAt = null;
 let sequence = 0;
 let timer = null;
-const act = { decide: actions.decide, operate: actions.operate, select: (run, on) => select(run, on) };
+const act = {
+  decide: actions.decide,
+  operate: actions.operate,
+  review: actions.review,
+  select: (run, on) => select(run, on),
+};
 
 // Who is asking --------------------------------------------------------------------------
 
 async function whoami() {
   try {
     const { data } = await api.query(VIEWER);
-    Object.assign(state, { subject: data.viewer.subject, role: data.viewer.role, roleKnown: true });
+    const { subject, role, person } = data.viewer;
+    Object.assign(state, { subject, role, person, roleKnown: true });
     state.authenticated = data.viewer.authenticated;
     enter();
   } catch (error) {
@@ -104,8 +111,11 @@ function setView(name, { focus = true } = {}) {
   }
   $("#runs-heading").textContent = view.title;
   const times = name === "times";
+  const one = name === "run"; // a run's own page: nothing to filter, no other page
   $("#times").hidden = !times;
-  for (const part of ["#runs", "nav.pager"]) $(part).hidden = times;
+  $("#runs").hidden = times;
+  $("nav.pager").hidden = times || one;
+  $("#filters").hidden = one;
   $("#view-note").textContent = view.note;
   $("#summary").textContent = "";
   updateBulk();
@@ -237,6 +247,7 @@ function show(data) {
   renderList(runs, act);
   summarize(runs);
   updateBulk();
+  if (state.view !== "run") learnWhy(runs, rerender);
 }
 
 function visibleRuns() {

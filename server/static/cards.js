@@ -3,10 +3,13 @@
 
 import { ago, pastTense, until } from "./answers.js";
 import { h, idFor } from "./dom.js";
+import { button, draft, draftInput, folded, told } from "./fields.js";
 import { pretty, renderJson } from "./json.js";
+import { inReview, reviewedByMe, reviewing } from "./reviewing.js";
 import { conversation, timeline } from "./run_page.js";
 import { may, state } from "./state.js";
 import { waits } from "./views.js";
+import { whyLine } from "./why.js";
 
 /**
  * `act` holds the handlers: decide(run, call, action, extra, key), operate(run, action,
@@ -22,8 +25,9 @@ export function runCard(run, act) {
     state.view === "recent" || state.view === "run" ? outcome(run) : null,
     state.view === "run" ? conversation(run) : null,
     state.view === "run" ? timeline(run) : null,
+    reviewing(run, id, act, deciding(run)),
     state.view === "operator" || (state.view === "run" && needsOperator(run)) ? operatorActions(run, id, act) : null,
-    note(run.runId),
+    told(run.runId),
   );
   return card;
 }
@@ -67,6 +71,8 @@ function header(run, id, act) {
       waits(state.view) ? null : [" ", h("span", { class: "badge state" }, statusWords(run))],
     ),
     since(run),
+    state.view === "run" ? null : whyLine(run),
+    inReview(run),
     h(
       "dl",
       { class: "meta" },
@@ -74,7 +80,14 @@ function header(run, id, act) {
       metaItem("Resource", run.resourceId),
       metaItem("Run", run.runId),
     ),
+    state.view === "run" ? null : pageLink(run, id),
   );
+}
+
+/** To the run's own page: its conversation and timeline. */
+function pageLink(run, id) {
+  const href = `/runs/${encodeURIComponent(run.runId)}`;
+  return h("p", { class: "run-link" }, h("a", { href, "aria-describedby": `${id}-title` }, "The run's page: conversation and timeline"));
 }
 
 function statusWords(run) {
@@ -134,7 +147,7 @@ function callItem(run, call, act) {
     call.decision ? decided(call.decision) : null,
     !call.decision && call.expiresAt ? expires(call.expiresAt) : null,
     !call.decision && deciding(run) && may("APPROVER") ? decisionOrWhyNot(run, call, id, act) : null,
-    note(`${run.runId}/${call.toolCallId}`),
+    told(`${run.runId}/${call.toolCallId}`),
   );
 }
 
@@ -204,6 +217,7 @@ function controls(run, call, id, act) {
   return h(
     "div",
     { class: "controls" },
+    forceControl(run, id),
     h(
       "div",
       { class: "actions" },
@@ -225,7 +239,7 @@ function editor(run, call, id, act, busy) {
   if (!state.drafts.has(draftKey)) state.drafts.set(draftKey, pretty(call.args));
   const details = h(
     "details",
-    { class: "edit", open: state.open.has(draftKey), on: { toggle: (e) => toggleOpen(draftKey, e.target.open) } },
+    { class: "edit", ...folded(draftKey) },
     h("summary", { "data-focus": `${draftKey}/summary` }, "Edit the arguments, then approve"),
     h("label", { for: areaId }, "Arguments (JSON)"),
     draftInput("textarea", areaId, draftKey, { rows: 6, spellcheck: "false" }),
@@ -236,12 +250,31 @@ function editor(run, call, id, act, busy) {
   return details;
 }
 
+/** While another person reviews the run: decide anyway (`force`), if the reader says so. */
+function forceControl(run, id) {
+  if (!run.inReviewBy || reviewedByMe(run)) return null;
+  const boxId = `${id}-force`;
+  return h(
+    "p",
+    { class: "force" },
+    h("input", {
+      type: "checkbox",
+      id: boxId,
+      checked: state.forced.has(run.runId),
+      "data-focus": `${run.runId}/force`,
+      on: { change: (e) => (e.target.checked ? state.forced.add(run.runId) : state.forced.delete(run.runId)) },
+    }),
+    h("label", { for: boxId }, `Decide although ${run.inReviewBy} reviews it`),
+  );
+}
+
 function resumeControls(run, call, id, act, busy) {
   const key = `${run.runId}/${call.toolCallId}`;
   const areaId = `${id}-resume`;
   return h(
     "div",
     { class: "controls" },
+    forceControl(run, id),
     h("label", { for: areaId }, "Resume data (JSON)"),
     draftInput("textarea", areaId, `${key}/resume`, { rows: 3, spellcheck: "false", placeholder: "the tool's result, as JSON" }),
     h(
@@ -293,42 +326,4 @@ function outcome(run) {
     return h("p", { class: "outcome" }, `Cancelled by ${who}: ${run.error ?? "no reason given"}.`);
   }
   return null;
-}
-
-function button(text, focusKey, busy, describedBy, onClick, kind = "") {
-  return h("button", { type: "button", class: kind, disabled: busy, "data-focus": focusKey, "aria-describedby": describedBy, on: { click: onClick } }, text);
-}
-
-function draftInput(tag, id, draftKey, props) {
-  const refused = state.invalid.get(id);
-  return h(tag, {
-    id,
-    ...props,
-    autocomplete: "off",
-    value: state.drafts.get(draftKey) ?? "",
-    "data-focus": draftKey,
-    "aria-invalid": refused ? "true" : null,
-    "aria-describedby": refused ? idFor("note", refused) : null,
-    on: {
-      input: (e) => {
-        state.drafts.set(draftKey, e.target.value);
-        if (state.invalid.delete(id)) e.target.removeAttribute("aria-invalid");
-      },
-    },
-  });
-}
-
-function draft(key) {
-  return state.drafts.get(key) ?? "";
-}
-
-function toggleOpen(key, open) {
-  if (open) state.open.add(key);
-  else state.open.delete(key);
-}
-
-function note(key) {
-  const said = state.notes.get(key);
-  if (!said) return null;
-  return h("p", { class: `note-${said.tone}`, id: idFor("note", key), role: said.alert ? "alert" : null }, said.text);
 }

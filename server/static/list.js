@@ -3,6 +3,7 @@
 import { runCard, runtimeName } from "./cards.js";
 import { $, h } from "./dom.js";
 import { state } from "./state.js";
+import { whyOf } from "./why.js";
 
 let wantFocus = null; // {key, run}: the element (data-focus) that had focus before a render
 const cards = new Map(); // run id -> {card, signature}
@@ -33,6 +34,7 @@ function cardSignature(run) {
     [...state.busy].filter(mine),
     [...state.notes].filter(([key]) => mine(key)),
     [...state.open].filter(mine),
+    whyOf(run),
   ]);
 }
 

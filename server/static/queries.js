@@ -3,14 +3,15 @@
 function runFields() {
   return `runId agentId runtime status threadId resourceId createdAt suspendedAt
     outcomeUnknown output error decidedAt decidedBy startedBy continuable notContinuableReason
+    inReviewBy inReviewUntil notes(last: 20) { id body author at }
     toolCalls { toolCallId toolName args requiresApproval suspendPayload
-      expiresAt argsHash editedArgs approvalsRequired approvalsNeeded assignedTo
+      expiresAt argsHash editedArgs approvalsRequired approvalsNeeded assignedTo confirmApproval
       approvals { by at } decision { action decidedBy decidedAt reason } }`;
 }
 
 const PAGE = (fields) => `total hasMore nextCursor runs { ${fields} }`;
 
-export const VIEWER = "{ viewer { subject role authenticated } }";
+export const VIEWER = "{ viewer { subject role authenticated person } }";
 
 export function waitingQuery() {
   return `query Waiting($filter: SuspendedRunsFilter, $first: Int, $after: String) {
@@ -43,6 +44,9 @@ export function runQuery() {
 }`;
 }
 
+/** Why a run waits, for its card in a list (why.js): what its user said. */
+export const WHY = `query Why($id: ID!) { agentRun(runId: $id) { messages(last: 100) { role text } } }`;
+
 export const DECISION_TIMES = `query DecisionTimes($filter: RunsFilter) {
   stats: decisionStats(filter: $filter) {
     approved declined resumed expired
@@ -67,7 +71,8 @@ function decisionResult() {
     ... on AlreadyDecided { toolCallId decision { action decidedBy decidedAt } }
     ... on ExecutorUnavailable { agentId }
     ... on OutcomeUnknown { message ${run} }
-    ... on Forbidden { neededRole }`;
+    ... on Forbidden { neededRole }
+    ... on InReviewByOther { inReviewBy inReviewUntil }`;
 }
 
 const MUTATIONS = {
@@ -99,6 +104,29 @@ export function operatorMutation(action) {
   } }`;
 }
 
+// Reviewing together (reviewing.js): each mutation answers the run as it is now, or why not.
+// Each with the members of its union the page reads beyond `Problem { message }`.
+const IN_REVIEW = "... on InReviewByOther { inReviewBy inReviewUntil }";
+const NOT_WAITING = "... on RunNotSuspended { status }";
+const REVIEWING = {
+  START_REVIEW: ["startReview", "StartReviewInput", "ReviewStarted", [IN_REVIEW, NOT_WAITING]],
+  END_REVIEW: ["endReview", "EndReviewInput", "ReviewEnded", [IN_REVIEW]],
+  ASSIGN: ["assignRun", "AssignRunInput", "RunAssigned", [NOT_WAITING]],
+  ADD_NOTE: ["addRunNote", "AddRunNoteInput", "NoteAdded", []],
+};
+
+export function reviewMutation(action) {
+  const [field, input, done, more] = REVIEWING[action];
+  return `mutation Review($input: ${input}!) { answer: ${field}(input: $input) {
+    __typename ... on ${done} { run { ${runFields()} } } ... on Problem { message }
+    ${more.join(" ")} ... on Forbidden { neededRole }
+  } }`;
+}
+
+export const DELETE_NOTE = `mutation DeleteNote($input: DeleteRunNoteInput!) {
+  answer: deleteRunNote(input: $input) { __typename ... on Problem { message } ... on Forbidden { neededRole } }
+}`;
+
 /**
  * Every document the page sends. server/static/persisted-operations.json lists them
  * (tests/graphql_clients/inbox_manifest.mjs writes it, and a test checks it is current),
@@ -112,10 +140,13 @@ export function everyOperation() {
     runQuery(),
     liveQuery(),
     RUN_DECISIONS,
+    WHY,
     DECISION_TIMES,
     ...Object.keys(MUTATIONS).map(decisionMutation),
     decideManyMutation(),
     operatorMutation("RELEASE"),
     operatorMutation("CANCEL"),
+    ...Object.keys(REVIEWING).map(reviewMutation),
+    DELETE_NOTE,
   ];
 }

@@ -6,6 +6,10 @@ import { h } from "./dom.js";
 import { renderJson } from "./json.js";
 
 const ROLE = { USER: "User", ASSISTANT: "Agent", TOOL: "Tool", SYSTEM: "System" };
+// Outcomes that say nothing beyond the action; actions whose `reason` says something else.
+const DONE = new Set(["RunDecided", "Applied", "ReviewStarted", "ReviewEnded", "RunAssigned", "NoteAdded", "NoteDeleted"]);
+const NOTED = new Set(["ADD_NOTE", "DELETE_NOTE"]); // the note's id
+const REASON = { START_REVIEW: "", ASSIGN: "to " };
 
 /** The run's last messages, oldest first; nothing once its snapshot is gone. */
 export function conversation(run) {
@@ -47,8 +51,8 @@ export function timeline(run) {
           "li",
           { class: `event outcome-${record.outcome}` },
           `${record.decidedBy} ${pastTense(record.action)}`,
-          record.reason ? ` (reason: ${record.reason})` : "",
-          record.outcome === "RunDecided" || record.outcome === "Applied" ? "" : `: ${record.outcome}`,
+          record.reason && !NOTED.has(record.action) ? ` (${REASON[record.action] ?? "reason: "}${record.reason})` : "",
+          DONE.has(record.outcome) ? "" : `: ${record.outcome}`,
           `, ${ago(record.decidedAt)}`,
         ),
       ),

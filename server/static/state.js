@@ -5,6 +5,7 @@ export const state = {
   role: null, // "VIEWER" | "APPROVER" | "ADMIN"; null: not known (no viewer query)
   roleKnown: false,
   subject: null,
+  person: null, // the reader's person (viewer.person): whose reviews and notes are theirs
   authenticated: true,
   filters: { agent: "", resource: "", thread: "", from: "", to: "" },
   size: 20,
@@ -16,6 +17,7 @@ export const state = {
   open: new Set(), // editors (<details>) left open
   busy: new Set(), // runs and calls with a request in flight
   invalid: new Map(), // field id -> the key of the note that says why its text was refused
+  forced: new Set(), // runs the reader decides although another person reviews them
 };
 
 const RANK = { VIEWER: 0, APPROVER: 1, ADMIN: 2 };

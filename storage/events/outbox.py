@@ -37,6 +37,8 @@ class EventType(StrEnum):
     APPROVAL_EXPIRING = "approval.expiring"
     APPROVAL_EXPIRED = "approval.expired"
     APPROVAL_ESCALATED = "approval.escalated"
+    RUN_IN_REVIEW = "run.in_review"
+    RUN_ASSIGNED = "run.assigned"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +63,7 @@ class RunEvent:
             "type": self.type.value,
             "runId": self.run.run_id,
             "toolCallId": self.tool_call_id,
-            "run": self.run.to_document(),
+            "run": self.run.to_document() | self.run.marks_document(),
             "at": self.at,
             "fannedOut": False,
             "expiresAt": self.at + retention,
@@ -106,6 +108,20 @@ def escalated(run: RunEntry, tool_call_id: str | None, at: datetime) -> RunEvent
     moment = run.suspended_at.isoformat() if run.suspended_at else ""
     key = f"escalated|{run.run_id}|{tool_call_id}|{moment}"
     return RunEvent(EventType.APPROVAL_ESCALATED, run, key, at, tool_call_id)
+
+
+def in_review(run: RunEntry, at: datetime) -> RunEvent:
+    """A person began to review a waiting run (`run.review`): once per review, not as its
+    reviewer extends it."""
+    review = run.review
+    who = f"{review.person}|{review.at.isoformat()}" if review else ""
+    return RunEvent(EventType.RUN_IN_REVIEW, run, f"in_review|{run.run_id}|{who}", at)
+
+
+def assigned(run: RunEntry, at: datetime) -> RunEvent:
+    """A waiting run was handed to more people (`run.assignees`): once per hand-over."""
+    key = f"assigned|{run.run_id}|{','.join(run.assignees)}|{at.isoformat()}"
+    return RunEvent(EventType.RUN_ASSIGNED, run, key, at)
 
 
 def expired(run: RunEntry, tool_call_id: str | None, at: datetime) -> RunEvent:

@@ -24,6 +24,8 @@ log = logging.getLogger(__name__)
 
 UNANNOUNCED = "unannounced"
 """An entry's events written with its change and not yet moved to the outbox."""
+_REVIEW_ENDS: Document = {"review": ""}
+"""A claim ends a run's review (storage/index/reviews.py): a review is of a waiting run."""
 
 
 class ClaimWrites(IndexWriter):
@@ -41,9 +43,9 @@ class ClaimWrites(IndexWriter):
         # expiresAt), stamped.
         update = {"$set": entry.to_document(), "$unset": {"expiresAt": ""}, **STAMP}
         happened = [events.suspended(entry, _now())] if entry.status is RunStatus.SUSPENDED else []
-        held = await self._hold(update, happened)
+        held = await self.hold(update, happened)
         await self._writes.update_one({"runId": entry.run_id}, update, upsert=True)
-        await self._announce(entry.run_id, held)
+        await self.announce(entry.run_id, held)
 
     async def apply_decision(
         self, seen: RunEntry, decided: RunEntry, claim: Claim | None, *, expired: bool = False
@@ -67,14 +69,15 @@ class ClaimWrites(IndexWriter):
         }
         if claim is not None:
             update["$set"] |= {"status": RunStatus.RUNNING.value, "claim": claim.to_document()}
-        held = await self._hold(update, _decision_events(seen, decided, expired))
+            update["$unset"] = _REVIEW_ENDS  # the run no longer waits: nobody reviews it
+        held = await self.hold(update, _decision_events(seen, decided, expired))
         result = await self._writes.update_one(
             {"runId": seen.run_id, "status": RunStatus.SUSPENDED.value, "version": seen.version},
             update,
         )
         if result.modified_count != 1:
             return False
-        await self._announce(seen.run_id, held)
+        await self.announce(seen.run_id, held)
         return True
 
     async def settle(self, after: RunEntry, claimed_by: str) -> bool:
@@ -97,6 +100,7 @@ class ClaimWrites(IndexWriter):
             {"runId": seen.run_id, "version": seen.version},
             {
                 "$set": {"status": RunStatus.RUNNING.value, "claim": claim.to_document()},
+                "$unset": _REVIEW_ENDS,
                 "$inc": {"version": 1},
                 **STAMP,
             },
@@ -157,11 +161,11 @@ class ClaimWrites(IndexWriter):
             happened = [events.suspended(after, _now())]
         elif after.status in FINISHED:
             happened = [events.settled(after, _now())]
-        held = await self._hold(update, happened)
+        held = await self.hold(update, happened)
         result = await self._writes.update_one(condition, update)
         if result.modified_count != 1:
             return False
-        await self._announce(after.run_id, held)
+        await self.announce(after.run_id, held)
         return True
 
     async def relay_unannounced(
@@ -185,7 +189,7 @@ class ClaimWrites(IndexWriter):
                 moved += await self._move(doc.get("runId"), held)
         return moved, seen < limit
 
-    async def _hold(self, update: Document, happened: list[RunEvent]) -> list[Document]:
+    async def hold(self, update: Document, happened: list[RunEvent]) -> list[Document]:
         """Put the change's events in its own update, so they are written with it or not
         at all (MongoDB's one-document atomicity; no transaction needed); the events put."""
         if not happened or self.outbox is None or not await self.outbox.active():
@@ -194,7 +198,7 @@ class ClaimWrites(IndexWriter):
         update["$push"] = {UNANNOUNCED: {"$each": held}}
         return held
 
-    async def _announce(self, run_id: str, held: list[Document]) -> None:
+    async def announce(self, run_id: str, held: list[Document]) -> None:
         """The change is made: its events go to the outbox now. One that cannot is logged,
         not raised (the caller's answer must say what was done): `relay_unannounced` finds
         it in the entry."""

@@ -156,6 +156,33 @@ class Claim:
 
 
 @dataclass(frozen=True, slots=True)
+class Review:
+    """A person looking at a waiting run, until `until` (docs/reviews.md, "Reviewing
+    together"). Never a claim: a review holds nothing; a decision by someone else while
+    it lasts is refused unless it says `force`."""
+
+    by: str
+    """The credential it was started with."""
+    person: str
+    """The person reviewing (`person:<name>`, as compared)."""
+    at: datetime
+    until: datetime
+
+    def to_document(self) -> Document:
+        return {"by": self.by, "person": self.person, "at": self.at, "until": self.until}
+
+    @classmethod
+    def from_document(cls, doc: Document) -> Review | None:
+        """A stored review, or None for one that is not (a malformed field is no review)."""
+        by, person, at, until = (doc.get(k) for k in ("by", "person", "at", "until"))
+        if not (isinstance(by, str) and isinstance(person, str)):
+            return None
+        if not (isinstance(at, datetime) and isinstance(until, datetime)):
+            return None
+        return cls(by, person, at, until)
+
+
+@dataclass(frozen=True, slots=True)
 class Outcome:
     """How a finished run ended: its output, or its error."""
 
@@ -197,12 +224,25 @@ class RunEntry:
     started_by: str | None = None
     """Who started the run: `startRun`'s caller, or a Mastra run's request context value
     (REVIEW_STARTER_CONTEXT_KEY); None: not known."""
+    review: Review | None = None
+    """The last review started (it may have ended: `reviewed_at`)."""
+    assignees: tuple[str, ...] = ()
+    """Who the run was handed to (`assignRun`), beside what its review policy names."""
+    note_count: int = 0
+    """How many notes the run has (storage/notes.py): a page shows a note as a change."""
 
     def status_at(self, now: datetime) -> RunStatus:
         """The status to show: a RUNNING run whose lease ran out (its process died) is STALLED."""
         if self.status is RunStatus.RUNNING and self.claim and self.claim.expires_at <= now:
             return RunStatus.STALLED
         return self.status
+
+    def reviewed_at(self, now: datetime) -> Review | None:
+        """The review that lasts at `now`: only a waiting run is reviewed."""
+        review = self.review
+        if review is None or self.status is not RunStatus.SUSPENDED or review.until <= now:
+            return None
+        return review
 
     @property
     def outcome_unknown(self) -> bool:
@@ -227,6 +267,9 @@ class RunEntry:
         return replace(self, status=status, outcome=outcome, claim=None, ended_at=at)
 
     def to_document(self) -> Document:
+        """Every field but `review`, `assignees` and `noteCount`: only their own writes
+        write them (storage/index/reviews.py), so a writer that puts an entry whole (a
+        settled run, the follower) never undoes a review, a hand-over or a note."""
         return {
             "runId": self.run_id,
             "workflowName": self.workflow_name,
@@ -250,9 +293,14 @@ class RunEntry:
             "startedBy": self.started_by,
         }
 
+    def marks_document(self) -> Document:
+        """What reviewers wrote on the entry, which `to_document` leaves out."""
+        review = self.review.to_document() if self.review else None
+        return {"review": review, "assignees": list(self.assignees), "noteCount": self.note_count}
+
     @classmethod
     def from_document(cls, doc: Document) -> RunEntry:
-        claim, outcome = doc.get("claim"), doc.get("outcome")
+        claim, outcome, review = doc.get("claim"), doc.get("outcome"), doc.get("review")
         problems = [p for p in doc.get("problems") or () if isinstance(p, str)]
         calls = tuple(_read_call(c, i, problems) for i, c in enumerate(doc.get("toolCalls") or ()))
         return cls(
@@ -275,6 +323,9 @@ class RunEntry:
             decided_by=doc.get("decidedBy"),
             problems=tuple(problems),
             started_by=_text(doc, "startedBy", "", problems),
+            review=Review.from_document(review) if isinstance(review, dict) else None,
+            assignees=tuple(a for a in doc.get("assignees") or () if isinstance(a, str)),
+            note_count=count if isinstance(count := doc.get("noteCount"), int) else 0,
         )
 
 

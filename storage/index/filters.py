@@ -14,6 +14,7 @@ import json
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import StrEnum
 from typing import TypeVar
 
 from suspended_runs.storage.errors import InvalidCursor
@@ -30,6 +31,27 @@ RUN_INDEXES: list[list[tuple[str, int]]] = [
     [("status", 1), ("threadId", 1), *SORT],
     [("status", 1), ("resourceId", 1), *SORT],
 ]
+
+
+class ReviewState(StrEnum):
+    """Where a run stands as to reviews (`inReview`, `inReviewByMe`): in no review that
+    lasts (every run but a waiting one), in the caller's, or in someone else's."""
+
+    NONE = "none"
+    MINE = "mine"
+    OTHERS = "others"
+
+    @classmethod
+    def wanted(cls, in_review: bool | None, by_me: bool | None) -> frozenset[ReviewState] | None:
+        """The states `inReview` and `inReviewByMe` hold together (None: any)."""
+        if in_review is None and by_me is None:
+            return None
+        states = frozenset(cls)
+        if in_review is not None:
+            states &= {cls.MINE, cls.OTHERS} if in_review else {cls.NONE}
+        if by_me is not None:
+            states &= {cls.MINE} if by_me else {cls.NONE, cls.OTHERS}
+        return states
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +74,14 @@ class RunFilter:
     assigned: tuple[AssignedBand, ...] | None = None
     """The caller's assignment, spelled out (storage/index/assignment.py); None while not
     resolved, when `assigned_to_me` lists nothing (fails closed)."""
+    handed_to: frozenset[str] = frozenset()
+    """With `assigned_to_me`: the caller's names (credential, person, groups), which a run
+    handed over names (`assignRun`) to be theirs too (storage/index/marked.py)."""
+    reviews: frozenset[ReviewState] | None = None
+    """Only runs in these review states (`inReview`, `inReviewByMe`); None: any."""
+    reviewer: str | None = None
+    """The caller's person, whose reviews are MINE; None while not resolved (no review
+    is the caller's)."""
 
     def to_queries(self, now: datetime) -> list[Document]:
         """One query per stored state asked for, each an equality on `status` first, so an

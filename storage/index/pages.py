@@ -29,6 +29,7 @@ from suspended_runs.storage.index.filters import (
     remember,
     shape_key,
 )
+from suspended_runs.storage.index.marked import REVIEW_FIELDS, MarkedRuns, kept, walks
 from suspended_runs.storage.index.tallies import SuspendedTallies
 from suspended_runs.storage.index.version import IndexVersion
 from suspended_runs.storage.types import Document
@@ -43,6 +44,7 @@ class RunPages:
         self._densities: dict[tuple[Any, ...], float] = {}
         """Matches per second of `createdAt`, learned per shape (shared with the counts)."""
         self._counts = RunCounts(collection, self._densities)
+        self._marked = MarkedRuns(collection)
         self._reached: OrderedDict[str, tuple[datetime, datetime]] = OrderedDict()
         """The newest and oldest `createdAt` the last first page of each shape found: the
         next one's first window spans them (open above, so nothing newer is missed), not
@@ -67,40 +69,51 @@ class RunPages:
         after the last of them: a skipped run costs its lookup, not its transfer and
         decoding."""
         now = now or datetime.now(UTC)
+        extra = await self._marked.extra(run_filter, now, version.token)
         if skip:
-            passed = await self._merged(run_filter, _Ask(_KEYS, skip, after, version, now))
+            ask = _Ask(_KEYS, skip, after, version, now, extra)
+            passed = await self._merged(run_filter, ask)
             if len(passed) < skip:
                 return []
             after = passed[-1]
-        return await self._merged(run_filter, _Ask(_ENTRIES, limit, after, version, now))
+        return await self._merged(run_filter, _Ask(_ENTRIES, limit, after, version, now, extra))
 
     async def count(self, run_filter: RunFilter, version: IndexVersion, now: datetime) -> int:
         """How many runs `run_filter` selects, exact as of `version`: suspended runs from
         the tallies of every shape (storage/index/tallies.py) once they are read, else kept
         per filter, and brought up to date from what changed (storage/index/counts.py)."""
         span = run_filter.span()
-        total = 0
-        for shape in run_filter.shapes(now):
+        total = len(await self._marked.extra(run_filter, now, version.token))
+        for shape in run_filter.shapes(now) if walks(run_filter) else ():
             tallied = await self.tallies.count(shape, span, version) if self.tallies else None
             if tallied is None:
                 tallied = await self._counts.count(shape, span, version, now)
             total += tallied
-        return total
+        return total - await self._marked.left_out(run_filter, now, version.token)
 
     async def _merged(self, run_filter: RunFilter, ask: _Ask[_Keyed]) -> list[_Keyed]:
         """The first `ask.need` runs of every shape of `run_filter` after `ask.after`, merged."""
-        span = run_filter.span()
-        pages = [await self._page_of(shape, span, ask) for shape in run_filter.shapes(ask.now)]
+        span, keep = run_filter.span(), kept(run_filter, ask.now)
+        shapes = run_filter.shapes(ask.now) if walks(run_filter) else []
+        pages = [await self._page_of(shape, span, ask, keep) for shape in shapes]
+        pages.append(_marked_page(ask))
         merged = heapq.merge(*pages, key=lambda e: (-e.created_at.timestamp(), e.run_id))
         return list(itertools.islice(merged, ask.need))
 
-    async def _page_of(self, shape: Document, span: Span, ask: _Ask[_Keyed]) -> list[_Keyed]:
+    async def _page_of(
+        self,
+        shape: Document,
+        span: Span,
+        ask: _Ask[_Keyed],
+        keep: Callable[[Document], bool] | None = None,
+    ) -> list[_Keyed]:
         """`ask.need` runs of one shape within `span`, after the cursor: first the ties at
         the cursor's moment (`runId` after it), then windows below it. The same page as
         `createdAt < c or (createdAt == c and runId > r)` without a top-level $or, which the
-        embedded server scans for."""
+        embedded server scans for. `keep`: a check of each entry read beside the shape's
+        own (a list that leaves some reviews out, storage/index/marked.py)."""
         read, need, after, at, now = ask.read, ask.need, ask.after, ask.at, ask.now
-        asked, check = checked(shape)
+        asked, check = _with_kept(*checked(shape), keep)
         found: list[_Keyed] = []
         if after is not None:
             if span.holds(after.created_at):
@@ -150,7 +163,7 @@ class RunPages:
             return [kept async for doc in cursor if (kept := read.convert(doc)) is not None]
         projection = read.projection
         if any(projection.get(name) == 1 for name in projection):  # an inclusion
-            projection = {**projection, **CHECKED_FIELDS}
+            projection = {**projection, **CHECKED_FIELDS, **REVIEW_FIELDS}
         found: list[_Keyed] = []
         # A batch of `limit`: most entries of a band pass, and each read is decoded whole.
         async with self.collection.find(query, projection, sort=SORT, batch_size=limit) as cursor:
@@ -160,6 +173,34 @@ class RunPages:
                     if len(found) >= limit:
                         break
         return found
+
+
+def _with_kept(
+    asked: Document,
+    check: Callable[[Document], bool] | None,
+    keep: Callable[[Document], bool] | None,
+) -> tuple[Document, Callable[[Document], bool] | None]:
+    """A shape's query and check, with `keep` checked too."""
+    if keep is None or check is None:
+        return asked, keep or check
+    both = check
+    return asked, lambda doc: both(doc) and keep(doc)
+
+
+def _marked_page(ask: _Ask[_Keyed]) -> list[_Keyed]:
+    """The entries a list holds beside its walk (storage/index/marked.py), after the
+    cursor, in list order."""
+    found = [entry for doc in ask.extra if (entry := ask.read.convert(doc)) is not None]
+    after = ask.after
+    if after is not None:
+        found = [
+            e
+            for e in found
+            if e.created_at < after.created_at
+            or (e.created_at == after.created_at and e.run_id > after.run_id)
+        ]
+    found.sort(key=lambda e: (-e.created_at.timestamp(), e.run_id))
+    return found
 
 
 def _remembered_as(shape: Document) -> str:
@@ -202,13 +243,15 @@ class _Reading(Generic[_Keyed]):
 @dataclass(frozen=True, slots=True)
 class _Ask(Generic[_Keyed]):
     """What one list read asks: how to read each entry, how many, after which cursor, as of
-    which version, at which moment."""
+    which version, at which moment, and what it holds beside its walk."""
 
     read: _Reading[_Keyed]
     need: int
     after: Cursor | None
     at: IndexVersion
     now: datetime
+    extra: list[Document]
+    """Entries the list holds that no walk finds (storage/index/marked.py)."""
 
 
 _ENTRIES = _Reading({"_id": 0, "snapshotId": 0}, read_entry)  # pages are never written back

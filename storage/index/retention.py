@@ -51,14 +51,18 @@ class Retention:
 
     async def pass_deadlines(self, now: datetime, horizon: timedelta) -> bool:
         """A new version where time alone changed what a list shows: a claim's lease ran
-        out since the last look (RUNNING now shows as STALLED), or finished entries were
-        deleted at the end of the retention period (here, at most `_EXPIRY_INTERVAL`
-        after). One process (the follower) calls this at least every `horizon`; whether
-        it made a new version."""
+        out since the last look (RUNNING now shows as STALLED), a review ended, or
+        finished entries were deleted at the end of the retention period (here, at most
+        `_EXPIRY_INTERVAL` after). One process (the follower) calls this at least every
+        `horizon`; whether it made a new version."""
         since = now - horizon if self._looked_at is None else self._looked_at
         lapsed = await self.collection.find_one(
             {"status": RunStatus.RUNNING.value, "claim.expiresAt": {"$gt": since, "$lte": now}},
             {"_id": 1},
+        )
+        # A review that ended by itself (its own sparse index serves this, storage/index/marked.py).
+        lapsed = lapsed or await self.collection.find_one(
+            {"review.until": {"$gt": since, "$lte": now}}, {"_id": 1}
         )
         expired = 0
         if self._swept_at is None or now - self._swept_at >= _EXPIRY_INTERVAL:

@@ -21,6 +21,7 @@ from suspended_runs.storage.index.entry import RunEntry, read_entry
 from suspended_runs.storage.index.filters import RUN_INDEXES, Cursor, RunFilter
 from suspended_runs.storage.index.pages import RunPages
 from suspended_runs.storage.index.retention import Retention
+from suspended_runs.storage.index.reviews import ASSIGNEES_INDEX, REVIEW_INDEX, ReviewWrites
 from suspended_runs.storage.index.tallies import SuspendedTallies
 from suspended_runs.storage.index.version import IndexVersion, VersionDocument
 from suspended_runs.storage.index.writes import TrackedWrites
@@ -58,6 +59,8 @@ class RunIndex:
         self.discovery = Discovery(*parts)
         durable = TrackedWrites(collection.with_options(write_concern=DURABLE), self._version)
         self.claims = ClaimWrites(collection, durable, *parts[2:])
+        self.reviews = ReviewWrites(collection, durable, self.claims)
+        """Reviews, hand-overs and notes' counts (storage/index/reviews.py)."""
         self.created = False
         """The collection was made by `ensure_indexes` (it holds nothing yet, and a resume
         token kept from before describes another index: a full reconcile rebuilds it)."""
@@ -88,6 +91,9 @@ class RunIndex:
         await self.collection.create_index([("changedAt", ASCENDING)], sparse=True)
         for keys in RUN_INDEXES:
             await self.collection.create_index(keys)
+        # Sparse: only reviewed and handed-over entries are in them (storage/index/marked.py).
+        await self.collection.create_index([(REVIEW_INDEX, ASCENDING)], sparse=True)
+        await self.collection.create_index([(ASSIGNEES_INDEX, ASCENDING)], sparse=True)
         if _OLD_TTL_INDEX in await self.collection.index_information():
             # Expired entries are deleted by `pass_deadlines` now (made by an older version).
             await self.collection.drop_index(_OLD_TTL_INDEX)

@@ -36,6 +36,12 @@ BY_RUN: dict[str, str] = {
     f"[{{runId: $id, action: APPROVE}}]) {{ {RESULT} }} }}",
     "releaseRun": f"mutation($id: ID!) {{ releaseRun(input: {{runId: $id}}) {{ {RESULT} }} }}",
     "cancelRun": f"mutation($id: ID!) {{ cancelRun(input: {{runId: $id}}) {{ {RESULT} }} }}",
+    "startReview": f"mutation($id: ID!) {{ startReview(input: {{runId: $id}}) {{ {RESULT} }} }}",
+    "endReview": f"mutation($id: ID!) {{ endReview(input: {{runId: $id}}) {{ {RESULT} }} }}",
+    "assignRun": 'mutation($id: ID!) { assignRun(input: {runId: $id, to: ["key:x"]}) '
+    f"{{ {RESULT} }} }}",
+    "addRunNote": 'mutation($id: ID!) { addRunNote(input: {runId: $id, body: "x"}) '
+    f"{{ {RESULT} }} }}",
 }
 """Fields that take a run id: the other tenant's run must answer as a run that does not exist."""
 OTHERS: dict[str, tuple[str, Any]] = {
@@ -111,6 +117,12 @@ OTHERS: dict[str, tuple[str, Any]] = {
     ),
     "takeOverWebhook": (
         f'mutation {{ takeOverWebhook(input: {{id: "wh_x"}}) {{ {RESULT} }} }}',
+        None,
+    ),
+    # A note of another tenant's run answers as one that does not exist (test_notes.py).
+    "deleteRunNote": (
+        'mutation { deleteRunNote(input: {noteId: "0123456789abcdef01234567"}) '
+        f"{{ {RESULT} }} }}",
         None,
     ),
     "redeliverWebhookEvent": (

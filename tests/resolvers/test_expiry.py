@@ -92,3 +92,18 @@ async def test_a_policy_for_every_agent_expires_an_agent_with_a_timeout_of_its_o
     gql = make_gql(await start_app(settings.model_copy(update=rules)))
     run = await start_run(gql, "file-cleaner", "delete /tmp/every-agent")
     await eventually(lambda: has_status(gql, run["runId"], "COMPLETED"), within=5)
+
+
+async def test_a_review_does_not_put_an_expiry_off(settings, start_app) -> None:
+    """Under a policy whose reviews hold off even forced decisions (strictReviews)."""
+    policy = [{"agentId": "file-cleaner", "strictReviews": True}]
+    rules = {"review_policies": json.dumps(policy), "decision_timeout_seconds": 2.0}
+    gql = make_gql(await start_app(settings.model_copy(update=rules)), {"x-actor": "alice"})
+    run = await start_run(gql, "file-cleaner", "delete /tmp/reviewed")
+    review = """mutation($id: ID!) { startReview(input: {runId: $id, minutes: 30}) {
+      __typename } }"""
+    started = (await gql(review, {"id": run["runId"]}))["data"]["startReview"]
+    assert started == {"__typename": "ReviewStarted"}
+    await eventually(lambda: has_status(gql, run["runId"], "COMPLETED"), within=8)
+    body = (await gql(EXPIRY, {"id": run["runId"]}))["data"]["agentRun"]
+    assert body["toolCalls"][0]["decision"]["decidedBy"] == "system"

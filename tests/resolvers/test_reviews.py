@@ -261,3 +261,30 @@ async def test_after_an_edit_an_approval_by_run_id_alone_approves_nothing_unseen
         seen = await act(who["alice"], APPROVE_ALL, runId=run_id, expectedArgsHash=now)
         assert seen["__typename"] == "RunDecided"
         assert EXECUTIONS[before:] == [("delete_file", edited)]
+
+
+CONFIRM = """query($id: ID!) { agentRun(runId: $id) { toolCalls { toolName confirmApproval } } }"""
+
+
+async def confirms(gql: Gql, run_id: str) -> list[tuple[str, bool]]:
+    run = (await gql(CONFIRM, {"id": run_id}))["data"]["agentRun"]
+    return [(call["toolName"], call["confirmApproval"]) for call in run["toolCalls"]]
+
+
+async def test_approvals_ask_to_be_confirmed_of_destructive_tools_or_all_if_set(
+    reviewed: Callable[..., Any],
+) -> None:
+    destructive = {"agentId": "*", "toolName": "delete_file", "destructive": True}
+    async with reviewed(destructive) as who:
+        cleaner = (await start(who["starter"], "file-cleaner"))["runId"]
+        asker = (await start(who["starter"], "city-asker"))["runId"]
+        assert await confirms(who["bob"], cleaner) == [("delete_file", True)]
+        assert await confirms(who["bob"], asker) == [("ask_city", False)]  # a suspension
+        await act(who["bob"], APPROVE, runId=cleaner)
+        assert await confirms(who["bob"], cleaner) == [("delete_file", False)]  # decided
+    async with reviewed(confirm_every_approval=True) as who:
+        cleaner = (await start(who["starter"], "file-cleaner"))["runId"]
+        assert await confirms(who["bob"], cleaner) == [("delete_file", True)]
+    async with reviewed() as who:
+        cleaner = (await start(who["starter"], "file-cleaner"))["runId"]
+        assert await confirms(who["bob"], cleaner) == [("delete_file", False)]

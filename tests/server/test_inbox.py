@@ -3,8 +3,8 @@ by Playwright, on a real server (uvicorn) with API keys: the page uses the publi
 API only, and loads nothing from another origin (checked on every page of every test).
 
 Chromium is Debian's (`/usr/bin/chromium`; scripts/test installs it). Set
-`SKIP_BROWSER_TESTS=1` to skip these tests where it cannot be installed, and
-`UPDATE_INBOX_SCREENSHOT=1` to write the README's screenshot (docs/inbox.png).
+`SKIP_BROWSER_TESTS=1` to skip these tests where it cannot be installed. The README's
+picture is tests/test_demo.py's.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 import re
 import time
 import uuid
@@ -29,9 +28,8 @@ from pymongo import MongoClient
 from suspended_runs.server import Settings
 from suspended_runs.server.inbox import CONTENT_SECURITY_POLICY
 from suspended_runs.storage import RUNS_COLLECTION, SNAPSHOTS_COLLECTION
-from tests.helpers import ROOT, ThreadedServer, load_snapshots
+from tests.helpers import ThreadedServer, load_snapshots
 
-SCREENSHOT = ROOT / "docs" / "inbox.png"
 KEYS = {"alice": "admin", "bob": "approver", "vera": "viewer"}
 """API key names and roles; each key is `key-<name>`, and sees every run."""
 START = "mutation($input: StartRunInput!) { startRun(input: $input) { ... on RunStarted { run { runId toolCalls { toolCallId } } } } }"  # noqa: E501
@@ -139,7 +137,8 @@ def inbox(
 ) -> Iterator[Inbox]:
     """`{"trusted": True}` as the parameter: a server of trusted documents, whose
     manifest holds only the test's own START (the page's operations are always allowed);
-    `{"policies": [...]}`: a server with these review policies."""
+    `{"policies": [...]}`: a server with these review policies; `{"settings": {...}}`:
+    with these settings."""
     name = f"inbox_{uuid.uuid4().hex[:10]}"
     client: MongoClient[Any] = MongoClient(mongo_uri, tz_aware=True)
     settings = Settings(
@@ -153,6 +152,7 @@ def inbox(
         settings = settings.model_copy(update=update)
     if policies := getattr(request, "param", {}).get("policies"):
         settings = settings.model_copy(update={"review_policies": json.dumps(policies)})
+    settings = settings.model_copy(update=getattr(request, "param", {}).get("settings", {}))
     try:
         with ThreadedServer(settings) as url:
             inbox = Inbox(url, client[name], browser)
@@ -290,10 +290,10 @@ def _pages_follow_the_keyset(page: Page) -> None:
 
 
 def _screenshot(page: Page, tmp_path: Path) -> None:
-    """The README's picture: the inbox with Python and Mastra runs, one answer given."""
+    """A screenshot of the inbox can be taken, one answer given."""
     page.set_viewport_size({"width": 1280, "height": 1280})
     page.evaluate("window.scrollTo(0, 0)")
-    target = SCREENSHOT if os.environ.get("UPDATE_INBOX_SCREENSHOT") else tmp_path / "inbox.png"
+    target = tmp_path / "inbox.png"
     page.screenshot(path=str(target))
     assert target.read_bytes().startswith(b"\x89PNG")
 
@@ -340,6 +340,8 @@ def test_a_runs_own_address_opens_the_inbox_on_it_as_webhooks_link(inbox: Inbox)
     page = inbox.open("alice", path=f"/runs/{run['runId']}")
     expect(page.locator("#runs-heading")).to_have_text("One run")
     expect(page.locator("article[data-run]")).to_have_count(1)
+    for chrome in ("#filters", "nav.pager"):  # a list's, not a run's (issue 52)
+        expect(page.locator(chrome)).to_be_hidden()
     talk = card(page, run["runId"]).locator(".conversation .message")
     expect(talk.filter(has_text="User")).to_contain_text("please delete /tmp/linked.txt")
     expect(talk.last).to_contain_text('Calls delete_file with {"path":"/tmp/linked.txt"}')
@@ -354,6 +356,8 @@ def test_a_runs_own_address_opens_the_inbox_on_it_as_webhooks_link(inbox: Inbox)
     )
     missing.get_by_role("link", name="Waiting for a decision").click()
     expect(missing.locator("article[data-run]")).to_have_count(1)  # the other run
+    for chrome in ("#filters", "nav.pager"):
+        expect(missing.locator(chrome)).to_be_visible()
 
 
 def _edited_approval(inbox: Inbox, page: Page, run_id: str) -> None:
@@ -807,3 +811,158 @@ def test_assigned_to_me_lists_only_the_runs_a_policy_gives_the_reader(inbox: Inb
     expect(theirs.locator("article.run")).to_have_count(3)
     for agent in theirs.locator("article.run .agent").all_inner_texts():
         assert "approver" in agent
+
+
+def test_two_reviewers_see_who_reviews_a_run_and_hand_it_over(inbox: Inbox) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/customer.txt")["runId"]
+    bob, alice = inbox.open("bob"), inbox.open("alice")
+    bobs, alices = card(bob, run_id), card(alice, run_id)
+    bobs.get_by_role("button", name="Start review", exact=True).click()
+    expect(bobs.locator(".in-review")).to_contain_text(
+        re.compile(r"You are reviewing it until \d\d:\d\d \(in 1[45] min\)")
+    )
+    expect(answers(bob).locator("li").first).to_contain_text("You are reviewing this run until")
+    expect(alices.locator(".in-review")).to_contain_text("Being reviewed by key:bob until")
+    alices.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text(
+        "Nothing was done: key:bob reviews this run until"
+    )
+    bobs.get_by_text("Hand over to a colleague").click()
+    bobs.get_by_label("Hand over to (").fill("key:alice, group:ops")
+    bobs.get_by_role("button", name="Hand over").click()
+    expect(answers(bob).locator("li").first).to_contain_text(
+        "Handed over: assigned to key:alice, group:ops."
+    )
+    expect(alices.locator(".in-review")).to_have_count(0)  # the review went with the run
+    expect(alices.locator(".review")).to_contain_text("Assigned to key:alice, group:ops.")
+    alice.get_by_role("link", name="Assigned to me").click()
+    mine = card(alice, run_id)
+    mine.get_by_role("button", name="Start review", exact=True).click()
+    expect(mine.locator(".in-review")).to_contain_text("You are reviewing it until")
+    mine.get_by_role("button", name="End review", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text("The review ended")
+    expect(mine.locator(".in-review")).to_have_count(0)
+    mine.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text("Approved delete_file.")
+
+
+def test_a_decision_over_another_s_review_is_made_only_when_the_reader_says_so(
+    inbox: Inbox,
+) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/forced.txt")["runId"]
+    review = "mutation($id: ID!) { startReview(input: {runId: $id}) { __typename } }"
+    assert inbox.gql(review, {"id": run_id}, key="bob")["startReview"]["__typename"] == (
+        "ReviewStarted"
+    )
+    alice = inbox.open("alice")
+    shown = card(alice, run_id)
+    expect(shown.locator(".in-review")).to_contain_text("Being reviewed by key:bob")
+    shown.get_by_label("Decide although key:bob reviews it").check()
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(alice).locator("li").first).to_contain_text(
+        "Approved delete_file. The run completed"
+    )
+
+
+def test_notes_are_added_shown_as_text_and_deleted(inbox: Inbox) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/noted.txt")["runId"]
+    bob, vera = inbox.open("bob"), inbox.open("vera")
+    script = "<script>window.pwned = 1</script><b>asked the customer</b>\nwaiting for them"
+    bobs = card(bob, run_id)
+    bobs.get_by_text("Add a note").click()
+    bobs.get_by_label("Note (plain text").fill(script)
+    bobs.get_by_role("button", name="Add note").click()
+    expect(answers(bob).locator("li").first).to_contain_text("Note added.")
+    expect(bobs.get_by_label("Note (plain text")).to_have_value("")  # sent: emptied
+    veras = card(vera, run_id)
+    expect(veras.locator(".note-body")).to_have_text(script)  # pushed, as text
+    expect(veras.locator(".note-body b")).to_have_count(0)
+    expect(veras.locator(".note-meta")).to_contain_text("key:bob, ")
+    assert vera.evaluate("window.pwned") is None
+    for what in ("Add note", "Start review", "Delete note"):  # a viewer reads, and no more
+        expect(veras.get_by_role("button", name=what)).to_have_count(0)
+    expect(bobs.locator(".note-meta")).to_contain_text("You, ")
+    bobs.get_by_role("button", name="Delete note").click()
+    expect(answers(bob).locator("li").first).to_contain_text("Note deleted.")
+    expect(veras.locator(".note-body")).to_have_count(0)
+
+
+def test_a_list_card_says_why_the_run_waits_and_links_to_its_page(inbox: Inbox) -> None:
+    said = "please delete /tmp/<b>why</b>.txt"
+    run_id = inbox.start("file-cleaner", said)["runId"]
+    page = inbox.open("alice")
+    shown = card(page, run_id)
+    expect(shown.locator(".why")).to_have_text(f"User said: {said}")  # as text (issue 52)
+    expect(shown.locator(".why b")).to_have_count(0)
+    shown.get_by_role("link", name="The run's page: conversation and timeline").click()
+    expect(page).to_have_url(f"{inbox.url}/runs/{run_id}")
+    expect(page.locator("#runs-heading")).to_have_text("One run")
+    own = card(page, run_id)
+    expect(own.locator(".conversation")).to_contain_text(said)
+    expect(own.locator(".why")).to_have_count(0)  # the conversation says it
+    expect(own.get_by_role("link", name="The run's page: conversation and timeline")).to_have_count(
+        0
+    )
+
+
+DESTRUCTIVE = {"agentId": "file-cleaner", "toolName": "delete_file", "destructive": True}
+
+
+def _dialogs(page: Page, answers: list[bool]) -> list[str]:
+    """The text of each confirm() the page shows, answered yes or no in turn."""
+    said: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        said.append(dialog.message)
+        dialog.accept() if answers.pop(0) else dialog.dismiss()
+
+    page.on("dialog", answer)
+    return said
+
+
+@pytest.mark.parametrize("inbox", [{"policies": [DESTRUCTIVE]}], indirect=True)
+def test_approving_a_tool_a_policy_marks_destructive_asks_to_confirm(inbox: Inbox) -> None:
+    run_id = inbox.start("file-cleaner", "please delete /tmp/precious.txt")["runId"]
+    asker = inbox.start("city-asker", "Where shall we meet?")["runId"]
+    page = inbox.open("bob")
+    said = _dialogs(page, [False, True])
+    shown = card(page, run_id)
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Nothing was done: you did not confirm approving delete_file."
+    )
+    assert said == [
+        'Approve delete_file with {"path":"/tmp/precious.txt"}?\n\n'
+        "This server asks you to confirm before the tool runs."
+    ]
+    assert (
+        inbox.gql("query($id: ID!) { agentRun(runId: $id) { status } }", {"id": run_id})[
+            "agentRun"
+        ]["status"]
+        == "SUSPENDED"
+    )
+    shown.get_by_role("button", name="Approve", exact=True).click()
+    expect(answers(page).locator("li").first).to_contain_text("Approved delete_file.")
+    assert len(said) == 2
+    card(page, asker).get_by_label("Resume data (JSON)").fill('{"name": "Porto"}')
+    card(page, asker).get_by_role("button", name="Resume").click()  # not an approval
+    expect(answers(page).locator("li").first).to_contain_text("Resumed ask_city.")
+    assert len(said) == 2
+
+
+@pytest.mark.parametrize("inbox", [{"settings": {"confirm_every_approval": True}}], indirect=True)
+def test_every_approval_asks_to_confirm_when_the_server_says_so(inbox: Inbox) -> None:
+    runs = [inbox.start("file-cleaner", f"please delete /tmp/{n}.txt")["runId"] for n in "ab"]
+    page = inbox.open("bob")
+    said = _dialogs(page, [False, True])
+    for run_id in runs:
+        card(page, run_id).get_by_role("checkbox", name="Select").check()
+    page.get_by_role("button", name="Approve selected").click()
+    expect(answers(page).locator("li").first).to_contain_text(
+        "Nothing was approved: you did not confirm."
+    )
+    assert said[0].startswith("Approve 2 calls:\ndelete_file with")
+    page.get_by_role("button", name="Approve selected").click()
+    for run_id in runs:
+        expect(card(page, run_id)).to_have_count(0)
+    assert len(said) == 2

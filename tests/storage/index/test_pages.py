@@ -18,6 +18,8 @@ from suspended_runs.storage import (
     Cursor,
     Document,
     InvalidCursor,
+    Review,
+    ReviewState,
     RunEntry,
     RunFilter,
     RunIndex,
@@ -55,6 +57,9 @@ def test_from_date_is_inclusive_at_millisecond_precision() -> None:
 # -- every list shape and paging mode against a plain oracle (storage/index/run_index.py) ------
 
 T = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+ME = "person:me"
+WANTED = [(r, m) for r in (None, True, False) for m in (None, True, False)]
+"""inReview and inReviewByMe, each unset, true or false."""
 MOMENTS = [
     T + timedelta(seconds=s)
     for s in (0, 0, 1, 2, 2, 2, 5, 3600, 3601, 86400 * 3, -86400 * 400, -86400 * 400 + 1)
@@ -73,6 +78,8 @@ run_rows = st.lists(
         st.sampled_from(["put", "started", "raw"]),  # how it was written (raw: bypassing)
         st.sampled_from([(), ("x",), ("y",), ("x", "y"), (None,)]),  # its calls' tools
         st.booleans(),  # its first call decided
+        st.sampled_from([None, None, ME, "person:other", "ended"]),  # who reviews it
+        st.sampled_from([(), (), ("key:me",), ("group:ops", "key:other"), ("key:other",)]),
     ),
     max_size=45,
 )
@@ -105,6 +112,9 @@ filters = st.builds(
             ),
         ]
     ),
+    reviews=st.sampled_from([None, *(ReviewState.wanted(r, m) for r, m in WANTED)]),
+    reviewer=st.just(ME),
+    handed_to=st.sampled_from([frozenset(), frozenset({"key:me", "group:ops"})]),
 )
 pagings = st.one_of(
     st.tuples(st.just("offset"), st.integers(1, 7), st.integers(0, 12)),
@@ -148,9 +158,8 @@ async def _compare(mongo_uri: str, rows, deleted, asked) -> None:
 
 
 async def _store(index: RunIndex, rows, deleted) -> None:
-    for i, (created, agent, thread, resource, status, lapsed, how, tools, decided) in enumerate(
-        rows
-    ):
+    for i, row in enumerate(rows):
+        created, agent, thread, resource, status, lapsed, how, tools, decided = row[:9]
         claim = None
         if status is RunStatus.RUNNING:
             expires = T + (timedelta(minutes=-1) if lapsed else timedelta(minutes=1))
@@ -177,8 +186,26 @@ async def _store(index: RunIndex, rows, deleted) -> None:
             await index.collection.database[RUNS_COLLECTION].insert_one(entry.to_document())
         else:
             await index.claims.put_started(entry)
+        await _mark(index, entry.run_id, *row[9:])
     gone = [f"run-{i:02d}" for i in deleted]
     await index.writes.delete_many({"runId": {"$in": gone}})
+
+
+async def _mark(
+    index: RunIndex, run_id: str, reviewer: str | None, handed: tuple[str, ...]
+) -> None:
+    """A review (one that ended before T, or lasts past it) and a hand-over, as written by
+    storage/index/reviews.py (on a run in any state: only a waiting run's counts)."""
+    marks: Document = {}
+    if reviewer is not None:
+        ended = reviewer == "ended"
+        until = T + (timedelta(minutes=-1) if ended else timedelta(minutes=1))
+        by = "person:other" if ended else reviewer
+        marks["review"] = Review(by, by, T - timedelta(minutes=5), until).to_document()
+    if handed:
+        marks["assignees"] = list(handed)
+    if marks:
+        await index.writes.update_one({"runId": run_id}, {"$set": marks})
 
 
 def _oracle(stored: list[RunEntry], f: RunFilter) -> list[str]:
@@ -192,14 +219,28 @@ def _oracle(stored: list[RunEntry], f: RunFilter) -> list[str]:
             and (f.resource_ids is None or e.resource_id in f.resource_ids)
             and (f.from_date is None or e.created_at >= f.from_date)
             and (f.to_date is None or e.created_at <= f.to_date)
-            and (not f.assigned_to_me or _assigned(e, f.assigned or ()))
+            and (not f.assigned_to_me or _assigned(e, f) or _handed(e, f))
+            and (f.reviews is None or _review_state(e) in f.reviews)
         )
 
     chosen = sorted(filter(selected, stored), key=lambda e: (-e.created_at.timestamp(), e.run_id))
     return [e.run_id for e in chosen]
 
 
-def _assigned(e: RunEntry, bands: tuple[AssignedBand, ...]) -> bool:
+def _handed(e: RunEntry, f: RunFilter) -> bool:
+    return e.status is RunStatus.SUSPENDED and bool(set(e.assignees) & f.handed_to)
+
+
+def _review_state(e: RunEntry) -> ReviewState:
+    review = e.reviewed_at(T)
+    if review is None:
+        return ReviewState.NONE
+    return ReviewState.MINE if review.person == ME else ReviewState.OTHERS
+
+
+def _assigned(e: RunEntry, f: RunFilter) -> bool:
+    bands = f.assigned or ()
+
     def within(band: AssignedBand) -> bool:
         at, after, upto = e.suspended_at, band.suspended_after, band.suspended_upto
         if at is None:
@@ -239,7 +280,7 @@ def test_an_escalated_assignment_lists_each_run_once_in_its_band(mongo_uri: str)
     """Runs of b on both sides of the escalation (T - 1 h), with x, y or both pending."""
     old, new = T - timedelta(days=30), T + timedelta(seconds=1)
     rows = [
-        (moment, "b", None, None, RunStatus.SUSPENDED, False, "put", tools, decided)
+        (moment, "b", None, None, RunStatus.SUSPENDED, False, "put", tools, decided, None, ())
         for moment in (old, new)
         for tools in (("x",), ("y",), ("x", "y"))
         for decided in (False, True)
@@ -252,4 +293,34 @@ def test_an_escalated_assignment_lists_each_run_once_in_its_band(mongo_uri: str)
         ),
     )
     asked = [(escalated, ("offset", 2, 0)), (escalated, ("keyset", 3, 0))]
+    asyncio.run(_compare(mongo_uri, rows, set(), asked))
+
+
+def test_reviews_and_hand_overs_list_each_run_once(mongo_uri: str) -> None:
+    """Waiting runs in every review state (none, mine, another's, one that ended), some
+    handed to the caller, beside finished ones; every combination of inReview and
+    inReviewByMe, alone, by agent and with assignedToMe (a band of agent a's x), paged."""
+    rows = [
+        (T + timedelta(seconds=i), agent, None, None, status, False, "put", ("x",), False, who, to)
+        for i, (agent, status, who, to) in enumerate(
+            (agent, status, who, to)
+            for agent in ("a", "b")
+            for status in (RunStatus.SUSPENDED, RunStatus.COMPLETED)
+            for who in (None, ME, "person:other", "ended")
+            for to in ((), ("key:me",))
+        )
+    ]
+    band = (AssignedBand("a", ("x",)),)
+    mine = frozenset({"key:me"})
+    asked = [
+        (RunFilter(statuses=statuses, reviews=ReviewState.wanted(r, m), reviewer=ME, **more), p)
+        for r, m in WANTED
+        for statuses in (frozenset({RunStatus.SUSPENDED}), frozenset(RunStatus))
+        for more in (
+            {},
+            {"agent_id": "b"},
+            {"assigned_to_me": True, "assigned": band, "handed_to": mine},
+        )
+        for p in (("offset", 3, 2), ("keyset", 2, 0))
+    ]
     asyncio.run(_compare(mongo_uri, rows, set(), asked))

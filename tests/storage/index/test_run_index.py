@@ -30,13 +30,6 @@ from suspended_runs.storage.types import (
 from tests.builders import T0, approval, entry, read_for_counts
 
 
-@pytest.fixture
-async def index(db) -> RunIndex:
-    runs = RunIndex(db[RUNS_COLLECTION], retention=timedelta(days=7))
-    await runs.ensure_indexes()
-    return runs
-
-
 async def test_a_stale_snapshot_never_undoes_a_recorded_decision(index: RunIndex) -> None:
     seen = entry()
     await index.claims.put_started(seen)
