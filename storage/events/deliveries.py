@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateMany, UpdateOne
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateMany
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import BulkWriteError
 
@@ -216,21 +216,26 @@ class DeliveryStore:
             "$inc": {"attempts": 1},
             "$set": {"attemptingUntil": until, "lastAttemptAt": now, "nextAttemptAt": until},
         }
+        by_attempts: dict[int, list[str]] = {}
+        for d in deliveries:
+            by_attempts.setdefault(d.attempts, []).append(d.delivery_id)
+        # One statement per count of attempts, not per delivery: the embedded server's
+        # cost is per statement, and a burst's deliveries all have the same count.
         ops = [
-            UpdateOne(
+            UpdateMany(
                 {
-                    "_id": d.delivery_id,
+                    "_id": {"$in": some},
                     "status": DeliveryStatus.PENDING.value,
-                    "attempts": d.attempts,
+                    "attempts": attempts,
                     # None, or passed: no top-level $or, which the embedded server scans.
                     "attemptingUntil": {"$not": {"$gt": now}},
                 },
                 begin,
             )
-            for d in deliveries
+            for attempts, some in by_attempts.items()
         ]
         ids = [d.delivery_id for d in deliveries]
-        if (await self.collection.bulk_write(ops, ordered=False)).modified_count == len(ops):
+        if (await self.collection.bulk_write(ops, ordered=False)).modified_count == len(ids):
             return set(ids)
         cursor = self.collection.find({"_id": {"$in": ids}, "attemptingUntil": until}, {"_id": 1})
         return {doc["_id"] async for doc in cursor}
@@ -247,9 +252,13 @@ class DeliveryStore:
         """In one write: where each attempt left its delivery (unless it was redelivered
         meanwhile: then the redelivery stands), and the deliveries `released` (held back
         behind one now done) due at once."""
-        ops: list[UpdateOne | UpdateMany] = [
-            UpdateOne({"_id": f.delivery_id, "attemptingUntil": f.until}, {"$set": _result(f, now)})
-            for f in finished
+        alike: dict[tuple[datetime, tuple[tuple[str, Any], ...]], list[str]] = {}
+        for f in finished:  # a statement per batch begun and result, not per delivery
+            key = (f.until, tuple(_result(f, now).items()))
+            alike.setdefault(key, []).append(f.delivery_id)
+        ops = [
+            UpdateMany({"_id": {"$in": ids}, "attemptingUntil": until}, {"$set": dict(result)})
+            for (until, result), ids in alike.items()
         ]
         if released:
             ops.append(

@@ -1,6 +1,7 @@
 """Deliveries (storage/events/deliveries.py) on the embedded MongoDB: a step reads what came
 due, not what waits; an attempt is begun once however many ask at once; an attempt's end
-is written only under its own hold; what is held back is never made due sooner."""
+is written only under its own hold; what is held back is never made due sooner; a batch is
+a statement to begin and one to finish."""
 
 from __future__ import annotations
 
@@ -8,13 +9,19 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from pymongo import AsyncMongoClient, monitoring
+
 from suspended_runs.storage.events.deliveries import (
     Delivery,
     DeliveryStatus,
     DeliveryStore,
     Finished,
 )
-from suspended_runs.storage.types import DELIVERIES_COLLECTION, FOLLOWER_STATE_COLLECTION
+from suspended_runs.storage.types import (
+    DELIVERIES_COLLECTION,
+    FOLLOWER_STATE_COLLECTION,
+    Document,
+)
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 SECOND = timedelta(seconds=1)
@@ -93,3 +100,42 @@ async def test_held_back_is_never_made_due_sooner(db: Any) -> None:
     await deliveries.hold_back([delivery.delivery_id], T0 + 10 * SECOND)
     again = await deliveries.get(delivery.delivery_id)
     assert again is not None and again.next_attempt_at == T0 + 30 * SECOND
+
+
+async def test_a_batch_is_begun_and_finished_in_a_statement_each_that_leaves_others(
+    mongo_uri: str, db: Any
+) -> None:
+    """A burst's batch (the same count of attempts, the same result) is one update
+    statement to begin and one to finish, as the embedded server's cost is per statement;
+    a delivery begun meanwhile by another is still left as it is, and so is one whose hold
+    is not the batch's."""
+    updates: list[int] = []
+
+    class Statements(monitoring.CommandListener):
+        def started(self, event: monitoring.CommandStartedEvent) -> None:
+            if event.command_name == "update":
+                updates.append(len(event.command["updates"]))
+
+        def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+            pass
+
+        def failed(self, event: monitoring.CommandFailedEvent) -> None:
+            pass
+
+    counted = AsyncMongoClient[Document](mongo_uri, tz_aware=True, event_listeners=[Statements()])
+    try:
+        deliveries = store(counted[db.name])
+        batch = await made(deliveries, 8)
+        other = store(db)
+        assert await other.begin(batch[:1], T0, T0 + 9 * SECOND) == {batch[0].delivery_id}
+        until = T0 + 5 * SECOND
+        begun = await deliveries.begin(batch, T0, until)
+        assert begun == {d.delivery_id for d in batch[1:]} and updates == [1]
+        ended = [Finished(d.delivery_id, until, DeliveryStatus.DELIVERED, 204) for d in batch]
+        await deliveries.finish(ended, [], T0 + SECOND)
+        assert updates == [1, 1]
+    finally:
+        await counted.close()
+    assert [await status(other, d) for d in batch] == [DeliveryStatus.PENDING] + [
+        DeliveryStatus.DELIVERED
+    ] * 7
