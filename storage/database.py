@@ -95,9 +95,8 @@ class Storage:
             poll_interval=poll_interval, poll_overlap=poll_overlap)  # fmt: skip
         runs.claims.outbox = follower.changes.outbox = outbox
         snapshots = db[SNAPSHOTS_COLLECTION].with_options(write_concern=DURABLE)
-        queries = PersistedQueryStore(
-            db[PERSISTED_QUERIES_COLLECTION], persisted_queries_max, persisted_queries_per_scope
-        )
+        queries = PersistedQueryStore(db[PERSISTED_QUERIES_COLLECTION],
+            persisted_queries_max, persisted_queries_per_scope)  # fmt: skip
         state = db[FOLLOWER_STATE_COLLECTION]  # also counts admins' changes to webhooks
         return cls(
             client=client, db=db, runs=runs, follower=follower,
