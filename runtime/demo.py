@@ -32,7 +32,8 @@ class City(BaseModel):
     name: str
 
 
-def _prompt(messages: list[ModelMessage]) -> str:
+def first_prompt(messages: list[ModelMessage]) -> str:
+    """The first thing the user said in `messages` (a scripted model answers it)."""
     for message in messages:
         if isinstance(message, ModelRequest):
             for part in message.parts:
@@ -54,7 +55,7 @@ def _scripted(*calls: str) -> FunctionModel:
         if returns:
             text = "; ".join(f"{p.tool_name}: {p.model_response_str()}" for p in returns)
             return ModelResponse(parts=[TextPart(text)])
-        prompt = _prompt(messages)
+        prompt = first_prompt(messages)
         args = {"delete_file": {"path": _path(prompt)}, "ask_city": {"question": prompt}}
         return ModelResponse(parts=[ToolCallPart(name, args[name]) for name in calls])
 

@@ -13,14 +13,14 @@ import re
 from pydantic_ai import Agent, CallDeferred, DeferredToolRequests
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
-    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from suspended_runs.runtime.demo import first_prompt
 
 Output = str | DeferredToolRequests
 
@@ -35,15 +35,6 @@ def ask_customer(question: str) -> str:
     raise CallDeferred(metadata={"question": question})
 
 
-def _asked(messages: list[ModelMessage]) -> str:
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    return part.content
-    return ""
-
-
 def _desk(tool: str) -> FunctionModel:
     """Calls `tool` on the request, then reports what it returned."""
 
@@ -51,7 +42,7 @@ def _desk(tool: str) -> FunctionModel:
         returns = [p for p in getattr(messages[-1], "parts", []) if isinstance(p, ToolReturnPart)]
         if returns:
             return ModelResponse(parts=[TextPart(f"Done: {returns[0].model_response_str()}")])
-        asked = _asked(messages)
+        asked = first_prompt(messages)
         if tool == "issue_refund":
             order = re.search(r"[A-Z]-\d+", asked)
             amount = re.search(r"\d+\.\d{2}", asked)
