@@ -28,18 +28,17 @@ from suspended_runs.resolvers.outcomes import (
 )
 from suspended_runs.resolvers.people import canonical
 from suspended_runs.resolvers.review_policies import check_reviewer
-from suspended_runs.resolvers.reviewing import may_decide, record, run_for
+from suspended_runs.resolvers.reviewing import ATTEMPTS, may_decide, record, run_for
 from suspended_runs.storage import RunEntry, RunStatus
 
 MOST_ASSIGNEES = 20
 """Names a run may be handed to, in all."""
-_ATTEMPTS = 20
 
 
 async def assign_run(context: Context, run_id: str, to: list[str]) -> AssignOutcome:
     """Hand the run to `to` as well (those it was handed to before stay)."""
     named = _checked(to)
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         entry = await run_for(context, run_id, "handing a run over")
         if not isinstance(entry, RunEntry):
             return entry

@@ -12,6 +12,10 @@ from suspended_runs.resolvers.outcomes import Forbidden, RunNotFound
 from suspended_runs.resolvers.review_policies import compared
 from suspended_runs.storage import AuditRecord, RunEntry, ToolCall
 
+ATTEMPTS = 20
+"""Lost races before a review, hand-over or note gives up: each loss means the run's entry
+changed meanwhile."""
+
 
 async def run_for(
     context: Context, run_id: str, doing: str, role: Role = Role.APPROVER

@@ -31,12 +31,10 @@ from suspended_runs.resolvers.outcomes import (
     RunNotSuspended,
     kind,
 )
-from suspended_runs.resolvers.reviewing import may_decide, record, run_for
+from suspended_runs.resolvers.reviewing import ATTEMPTS, may_decide, record, run_for
 from suspended_runs.storage import Review, RunEntry, RunStatus, ToolCall
 
 DEFAULT_MINUTES = 15
-_ATTEMPTS = 20
-"""Lost races before giving up: each loss means the run's entry changed meanwhile."""
 
 
 async def start_review(context: Context, run_id: str, minutes: int) -> ReviewOutcome:
@@ -47,7 +45,7 @@ async def start_review(context: Context, run_id: str, minutes: int) -> ReviewOut
             f"minutes must be between 1 and {most.total_seconds() / 60:g} (REVIEW_MAX_MINUTES)",
             argument="input.minutes",
         )
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         entry = await run_for(context, run_id, "reviewing a run")
         if not isinstance(entry, RunEntry):
             return entry
@@ -68,7 +66,7 @@ async def start_review(context: Context, run_id: str, minutes: int) -> ReviewOut
 async def end_review(context: Context, run_id: str) -> EndReviewOutcome:
     """End the caller's review of the run (an admin: anyone's); a run nobody reviews is
     answered as it is."""
-    for _ in range(_ATTEMPTS):
+    for _ in range(ATTEMPTS):
         entry = await run_for(context, run_id, "ending a review")
         if not isinstance(entry, RunEntry):
             return entry
