@@ -5,7 +5,8 @@ power cut or the OOM killer, never to run a line more. `CRASH_AT` names the poin
 - `claim-written`: a decision's claim is written, with its events in the same update, and
   the events are not yet moved to the outbox;
 - `event-written`: the events are in the outbox, and no runtime has the run yet;
-- `continuation-started`: a runtime (Python or Mastra) was handed the claimed run.
+- `continuation-started`: a runtime (Python, Mastra or LangGraph) was handed the claimed
+  run.
 
 Run as `python -m tests.crash_points serve` (`tests.helpers.Server(module=...)`).
 """
@@ -17,6 +18,7 @@ import signal
 import sys
 from typing import Any, NoReturn
 
+from suspended_runs.runtime.langgraph import LangGraphRuntime
 from suspended_runs.runtime.mastra import MastraRuntime
 from suspended_runs.runtime.python_runtime import PythonRuntime
 from suspended_runs.server.cli import main
@@ -60,6 +62,7 @@ def _arm(point: str) -> None:
     elif point == "continuation-started":
         PythonRuntime.continue_run = handed_over  # type: ignore[method-assign]
         MastraRuntime.continue_run = handed_over  # type: ignore[method-assign]
+        LangGraphRuntime.continue_run = handed_over  # type: ignore[method-assign]
     else:
         raise SystemExit(f"CRASH_AT is one of {', '.join(POINTS)}, not {point!r}")
 

@@ -6,6 +6,7 @@ counted as a receiver gets them after a restart."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from collections import Counter
@@ -14,13 +15,14 @@ import httpx
 import pytest
 
 from tests.crash_points import POINTS
-from tests.helpers import APPROVE, START, Server
+from tests.helpers import APPROVE, ROOT, START, Server
 from tests.mastra_peer import PEER_DB, MastraPeer, delete
 from tests.webhook_receiver import Receiver
 
 CREATE = """mutation($input: CreateWebhookInput!) { createWebhook(input: $input) {
   ... on WebhookCreated { secret } } }"""
 STATUS = "query($id: ID!) { agentRun(runId: $id) { status } }"
+DECISIONS = "query($id: ID!) { agentRun(runId: $id) { toolCalls { decision { action } } } }"
 EVERY_EVENT = ["RUN_SUSPENDED", "TOOL_CALL_DECIDED", "RUN_SETTLED", "RUN_STALLED"]
 FAST = {
     "WEBHOOK_RETRY_SECONDS": "1,1,1",
@@ -105,6 +107,65 @@ def test_a_mastra_approval_killed_as_its_continuation_starts_loses_none_of_its_e
             _delete_hooks(server)
     assert found == {"run.suspended": 1, "toolcall.decided": 1, "run.stalled": 1}
     assert peer.executions(resource) == []
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_langgraph_decision_killed_at_each_point_loses_none_of_its_events(
+    server: Server, mongo_uri: str, langgraph_db: str, point: str
+) -> None:
+    """A real LangGraph refund agent (`create_agent` with HITL middleware, MongoDBSaver):
+    its two calls approved, the server dies at `point` of the decision that writes a
+    claim; after a restart, every decision made is announced once, and the run STALLED."""
+    env = {
+        "MONGODB_URI": mongo_uri,
+        "MONGODB_DB": f"crash_{uuid.uuid4().hex[:8]}",
+        "LANGGRAPH_DB": langgraph_db,
+        "LANGGRAPH_GRAPHS": json.dumps({"refunds": "tests.langgraph_graphs:refund_agent"}),
+        "PYTHONPATH": str(ROOT),
+    }
+    crashing(server, point, **env).start()
+    with Receiver() as receiver:
+        hook = {"url": receiver.url, "events": EVERY_EVENT}
+        secret = server.query(CREATE, {"input": hook})["data"]["createWebhook"]["secret"]
+        started = {"input": {"agentId": "refunds", "prompt": "Refund order A-1"}}
+        run = server.query(START, started)["data"]["startRun"]["run"]
+        decided = 0
+        for call in run["toolCalls"]:
+            decided += 1
+            try:  # the server dies under the request that reaches the point
+                server.query(
+                    APPROVE, {"input": {"runId": run["runId"], "toolCallId": call["toolCallId"]}}
+                )
+            except httpx.HTTPError:
+                break
+        restarted(server)
+        # The batch's first decision stands, announced; the one that handed the run over
+        # to LangGraph leaves it claimed by the dead process, then STALLED.
+        expected = {"run.suspended": 1, "toolcall.decided": decided}
+        if point == "continuation-started":
+            expected["run.stalled"] = 1
+        found = _distinct_events(receiver, secret, sum(expected.values()))
+        calls = server.query(DECISIONS, {"id": run["runId"]})["data"]["agentRun"]["toolCalls"]
+    assert found == expected
+    assert calls[0]["decision"]["action"] == "APPROVE"
+
+
+def _distinct_events(receiver: Receiver, secret: str, count: int) -> Counter[str]:
+    """Events by type, one per webhook-id (a repeat, which at least once allows, counted
+    once), once `count` came; then a moment more, for any that should not come."""
+    deadline, found = time.monotonic() + 30, Counter[str]()
+    while time.monotonic() < deadline:
+        receiver.events(secret)  # every one signed
+        found = Counter(
+            r.json["type"] for r in {r.message_id: r for r in receiver.received}.values()
+        )
+        if sum(found.values()) >= count:
+            time.sleep(1)
+            return Counter(
+                r.json["type"] for r in {r.message_id: r for r in receiver.received}.values()
+            )
+        time.sleep(0.1)
+    return found
 
 
 def _mastra_run(server: Server, peer: MastraPeer, resource: str) -> str:
