@@ -48,7 +48,10 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", 0))
-                body = self.rfile.read(length).decode()
+                raw = self.rfile.read(length)
+                if len(raw) < length:
+                    return  # the sender was cut off (killed) before its body was whole
+                body = raw.decode()
                 got = Received({k.lower(): v for k, v in self.headers.items()}, body, time.time())
                 with receiver._lock:
                     receiver.received.append(got)
