@@ -5,11 +5,15 @@ take over when it stops renewing. Its database work is two loops, each one batch
 operation at a time, so requests keep their share of the database however many webhooks,
 events or hanging receivers there are:
 
-- this one, in steps: events not yet turned into deliveries become one delivery per
-  matching webhook; what came due since the last step is read into the agenda
-  (agenda.py); the due deliveries that get a slot (slots.py), the first of their run's
-  lane (lanes.py), are begun in one write, then posted at once;
+- this one, in steps: what came due since the last step is read into the agenda
+  (agenda.py); the due deliveries that get a slot (slots.py) or room ahead (ahead.py),
+  the first of their run's lane (lanes.py), are begun in one write (candidates.py
+  chooses); then events not yet turned into deliveries become one delivery per matching
+  webhook, written with their attempts begun where they get a slot or room ahead;
 - the recorder's (recorder.py): where attempts left their deliveries, a batch at a time.
+
+What gets a slot is posted at once; what is begun ahead is posted as an attempt of its
+webhook ends, without waiting for a step.
 
 A step costs what came due, not what exists: a delivery waiting for its retry, or behind
 an earlier one of its run, is read only once that retry is due. An attempt that ends, or
@@ -28,7 +32,9 @@ import httpx
 from pymongo.errors import PyMongoError
 
 from suspended_runs.runtime.metrics import WEBHOOK_ATTEMPTS
+from suspended_runs.runtime.webhooks import candidates
 from suspended_runs.runtime.webhooks.agenda import Agenda
+from suspended_runs.runtime.webhooks.ahead import FAST_SECONDS, Ahead, Begun
 from suspended_runs.runtime.webhooks.attempt import Attempt, AttemptRules
 from suspended_runs.runtime.webhooks.lanes import Lanes
 from suspended_runs.runtime.webhooks.recorder import Recorder
@@ -45,6 +51,11 @@ log = logging.getLogger(__name__)
 
 DELIVERER_LEASE = "webhook-deliverer"
 _FAN_OUT_BATCH = 500
+_AHEAD_PER_SLOT = 64
+_UNRECORDED_AT_MOST = 32
+"""Attempts ended but not yet recorded, past which what waits ahead waits for the
+recorder: a crash repeats at most these (and those under way)."""
+"""Deliveries a webhook answering at once may have begun ahead, per slot of its own."""
 _WEBHOOKS_READ_EVERY = 5.0
 """Seconds between reads of every webhook though their count of changes stood still (a
 writer that died between its change and the count)."""
@@ -76,7 +87,9 @@ class WebhookDeliverer:
         self._renewed = 0.0
         self.lanes, self.agenda = Lanes(), Agenda()
         self.slots = Slots(rules.concurrency, rules.max_in_flight)
+        self.ahead = Ahead(rules.concurrency * _AHEAD_PER_SLOT)
         self.recorder = Recorder(storage)
+        self.recorder.listeners.append(self._post_ahead)
         self._lanes_read = False
         self._read_at = self._all_read_at = 0.0
         self._webhooks: dict[str, Webhook] = {}
@@ -124,6 +137,10 @@ class WebhookDeliverer:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        for begun in [
+            b for head in self.ahead.heads() for b in self.ahead.drop(head.webhook.webhook_id)
+        ]:
+            self._take_back(begun)
         await self.recorder.close()
         if self.holding:
             with contextlib.suppress(PyMongoError):
@@ -147,11 +164,12 @@ class WebhookDeliverer:
             # changes before it (a rotated secret), which this sees.
             await self._current_webhooks()
             fresh = True
+        # What is due first: new deliveries get the slots and room it leaves.
+        await self._start_due(self._webhooks)
         if self._events_written or now - self._fanned_out_at >= self.every:
             self._events_written = False
             await self._fan_out(self._webhooks if fresh else await self._current_webhooks())
             self._fanned_out_at = now
-        await self._start_due(self._webhooks)
 
     def _new_events(self) -> None:
         self._events_written = True
@@ -193,16 +211,28 @@ class WebhookDeliverer:
             await self.storage.deliveries.give_up_all_but(sorted(live), _now())
             self.lanes.keep_only(live)
             self.agenda.keep_only(live)
+            self.ahead.keep_only(live)
             self._live = live
         return self._webhooks
 
     async def _fan_out(self, webhooks: dict[str, Webhook]) -> None:
-        """New events' deliveries, due at once: into the agenda as they are made."""
-        outbox, now = self.storage.outbox, _now()
+        """New events' deliveries, due at once: those that get a slot or room ahead are
+        written with their attempt begun (one write, not two) and posted or queued; the
+        others go into the agenda."""
+        outbox, deliveries = self.storage.outbox, self.storage.deliveries
         live = [w for w in webhooks.values() if not w.disabled]
         while events := await outbox.not_fanned_out(_FAN_OUT_BATCH):
-            targets = [(event, _wanting(live, event)) for event in events]
-            self.agenda.add(await self.storage.deliveries.add(targets, now))
+            now = _now()
+            new = deliveries.of([(event, _wanting(live, event)) for event in events], now)
+            posted, ahead = candidates.take(
+                candidates.of_new(new, webhooks, self.lanes), self.slots, self.ahead
+            )
+            born = {d.delivery_id for d, _ in posted + ahead}
+            until = self._hold_until(now) if born else None
+            made = await deliveries.add(new, born, until)
+            self.agenda.add(d for d in made if d.delivery_id not in born)
+            if until is not None:
+                self._begun(posted, ahead, {d.delivery_id for d in made}, now, until)
             await outbox.fanned_out([event["_id"] for event in events])
             if len(events) < _FAN_OUT_BATCH:
                 return
@@ -214,7 +244,7 @@ class WebhookDeliverer:
         if time.monotonic() - self._all_read_at >= _READ_ALL_EVERY:
             since = None
         due = await self.storage.deliveries.due(now, since)
-        fresh = [d for d in due if not self.slots.under_way(d.delivery_id)]
+        fresh = [d for d in due if not self._under_way(d.delivery_id)]
         if since is None:
             self.agenda.replace(fresh)
             self._all_read_at = time.monotonic()
@@ -228,54 +258,77 @@ class WebhookDeliverer:
         if self.slots.free() <= 0 or not len(self.agenda):
             return
         deliveries = self.storage.deliveries
-        candidates, held = self._candidates(webhooks)
+        room = candidates.room(webhooks, self.slots, self.ahead)
+        due, held = candidates.of_due(self.agenda, webhooks, self.lanes, room)
         for retry_at, waiting in held.items():
             await deliveries.hold_back([d.delivery_id for d in waiting], retry_at)
             for delivery in waiting:
                 self.agenda.remove(delivery)
-        taken = self.slots.take(candidates)
-        if not taken:
+        posted, ahead = candidates.take(due, self.slots, self.ahead)
+        if not posted and not ahead:
             return
         now = _now()
         until = self._hold_until(now)
+        taken = posted + ahead
         begun = await deliveries.begin([delivery for delivery, _ in taken], now, until)
-        for delivery, webhook in taken:
+        for delivery, _ in taken:
             self.agenda.remove(delivery)
             if delivery.delivery_id not in begun:  # it changed meanwhile: read all due
                 self.agenda.read_up_to = None
-                continue
-            self.lanes.started(delivery)
-            self.slots.started(delivery.delivery_id, webhook)
-            task = asyncio.create_task(self._attempt(delivery, webhook, now, until))
-            self._posting.add(task)
-            task.add_done_callback(self._posting.discard)
+        self._begun(posted, ahead, begun, now, until)
 
-    def _candidates(
-        self, webhooks: dict[str, Webhook]
-    ) -> tuple[list[Candidate], dict[datetime, list[Delivery]]]:
-        """Of the agenda, each webhook's first deliveries of lanes that wait for nothing,
-        as many as it has room for; and those that wait behind their lane's retry."""
-        candidates: list[Candidate] = []
-        held: dict[datetime, list[Delivery]] = {}
-        for webhook_id in self.agenda.webhooks():
-            webhook = webhooks.get(webhook_id)
-            if webhook is None or webhook.disabled:
-                continue
-            room, looked = self.slots.room(webhook), set[str]()
-            for delivery in self.agenda.of(webhook_id):
-                if room <= 0:
-                    break
-                if delivery.run_id in looked:
+    def _begun(
+        self,
+        posted: list[Candidate],
+        ahead: list[Candidate],
+        begun: set[str],
+        now: datetime,
+        until: datetime,
+    ) -> None:
+        """Attempts recorded (those in `begun`): posted now, or waiting for a slot."""
+        for delivery, _ in posted + ahead:
+            if delivery.delivery_id in begun:
+                self.lanes.started(delivery)
+        for delivery, webhook in posted:
+            if delivery.delivery_id in begun:
+                self._post(delivery, webhook, now, until)
+        for delivery, webhook in ahead:
+            if delivery.delivery_id in begun:
+                self.ahead.add(Begun(delivery, webhook, until))
+
+    def _post_ahead(self) -> None:
+        """Post what was begun ahead, as far as slots are free; take back what could not
+        end before its hold."""
+        while self.recorder.waiting() < _UNRECORDED_AT_MOST and (
+            taken := self.slots.take([(b.delivery, b.webhook) for b in self.ahead.heads()])
+        ):
+            for delivery, webhook in taken:
+                begun = self.ahead.pop(webhook.webhook_id)
+                now = _now()
+                if (begun.until - now).total_seconds() < self.rules.timeout_seconds + 1:
+                    self._take_back(begun)  # it could not end within its hold
                     continue
-                looked.add(delivery.run_id)
-                head = self.lanes.ahead_of(delivery)
-                if head is None:
-                    candidates.append((delivery, webhook))
-                    room -= 1
-                elif head.retry_at is not None:
-                    held.setdefault(head.retry_at, []).append(delivery)
-                    head.behind.add(delivery.delivery_id)
-        return candidates, held
+                self._post(delivery, webhook, now, begun.until)
+
+    def _take_back(self, begun: Begun) -> None:
+        """An attempt begun ahead and never posted: recorded as not made, due at once."""
+        delivery = begun.delivery
+        until, pending = begun.until, DeliveryStatus.PENDING
+        released = self.lanes.ended(delivery, None)
+        log.info("webhook attempt taken back", extra={"deliveryId": delivery.delivery_id})
+        self.recorder.ended(
+            Finished(delivery.delivery_id, until, pending, made=False), released, None
+        )
+
+    def _under_way(self, delivery_id: str) -> bool:
+        return self.slots.under_way(delivery_id) or self.ahead.holds(delivery_id)
+
+    def _post(self, delivery: Delivery, webhook: Webhook, now: datetime, until: datetime) -> None:
+        """Post an attempt begun (recorded) with hold `until`."""
+        self.slots.started(delivery.delivery_id, webhook)
+        task = asyncio.create_task(self._attempt(delivery, webhook, now, until))
+        self._posting.add(task)
+        task.add_done_callback(self._posting.discard)
 
     def _hold_until(self, now: datetime) -> datetime:
         """An attempt's hold: past its timeout, so a crash's attempt is made again after
@@ -292,7 +345,13 @@ class WebhookDeliverer:
     ) -> None:
         """Post once; the slot and the lane are free (or wait for the retry) at once, and
         the recorder writes where the attempt left the delivery."""
+        started = time.monotonic()
         result = await Attempt(self._client, self.rules, webhook, delivery).make(now)
+        at_once = result.outcome == "delivered" and time.monotonic() - started < FAST_SECONDS
+        self.ahead.answered(webhook.webhook_id, at_once)
+        if not at_once:  # what waits for it would wait long: back to the agenda
+            for begun in self.ahead.drop(webhook.webhook_id):
+                self._take_back(begun)
         WEBHOOK_ATTEMPTS.labels(outcome=result.outcome).inc()
         retry_at = result.next_attempt_at if result.status is DeliveryStatus.PENDING else None
         self.slots.ended(delivery.delivery_id)
@@ -300,6 +359,7 @@ class WebhookDeliverer:
         r = result
         finished = Finished(delivery.delivery_id, until, r.status, r.status_code, r.error, retry_at)
         self.recorder.ended(finished, released, webhook.webhook_id if r.gone else None)
+        self._post_ahead()
         self._woken.set()
         log.info(
             "webhook attempt",

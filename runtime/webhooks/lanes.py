@@ -53,6 +53,10 @@ class Lanes:
             return None
         return head
 
+    def busy(self, lane: Lane) -> bool:
+        """Whether a delivery heads `lane`: under way or waiting for its retry."""
+        return lane in self._heads
+
     def started(self, delivery: Delivery) -> None:
         """An attempt of `delivery` is under way: it heads its lane (a redelivered earlier
         one takes the place of the head it finds, which then waits behind it)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pymongo.errors import PyMongoError
@@ -36,6 +37,8 @@ class Recorder:
         self._ended = asyncio.Event()
         self.released = False
         """Set when a write released deliveries: they are due, to be read."""
+        self.listeners: list[Callable[[], None]] = []
+        """Told after each write (the deliverer, which posts what waited for one)."""
 
     def ended(self, finished: Finished, released: list[str], gone: str | None) -> None:
         """An attempt ended: `finished` says where, `released` what waited behind it, and
@@ -58,6 +61,8 @@ class Recorder:
             self._ended.clear()
             try:
                 await self.flush()
+                for listener in self.listeners:
+                    listener()
             except Exception as exc:  # the database may be down: the batch waits
                 if cancelled_meanwhile():
                     raise asyncio.CancelledError from exc
@@ -71,7 +76,8 @@ class Recorder:
         try:
             if finished or released:
                 await self.storage.deliveries.finish(finished, released, datetime.now(UTC))
-                self.released = self.released or bool(released)
+                taken_back = any(not f.made for f in finished)
+                self.released = self.released or bool(released) or taken_back
             for webhook_id in sorted(gone):
                 await self.storage.webhooks.disable(webhook_id, "the receiver answered 410 Gone")
         except BaseException:

@@ -104,6 +104,8 @@ class Finished:
     status_code: int | None = None
     error: str | None = None
     next_attempt_at: datetime | None = None
+    made: bool = True
+    """False: begun ahead but never posted; its attempt is taken back, due at once."""
 
 
 def delivery_id(event: Document, webhook_id: str) -> str:
@@ -111,6 +113,34 @@ def delivery_id(event: Document, webhook_id: str) -> str:
     at: datetime = event["at"]
     digest = hashlib.sha256(f"{event['_id']}|{webhook_id}".encode()).hexdigest()[:16]
     return f"dlv_{int(at.timestamp() * 1000):013d}_{digest}"
+
+
+def _document(delivery: Delivery, retention: timedelta, begun: datetime | None) -> Document:
+    """A new delivery as stored; `begun`: with its first attempt recorded, held until then."""
+    d, now = delivery, delivery.created_at
+    doc: Document = {
+        "_id": d.delivery_id,
+        "webhookId": d.webhook_id,
+        "eventId": d.event_id,
+        "event": d.event,
+        "runId": d.run_id,
+        "toolCallId": d.tool_call_id,
+        "run": d.run,
+        "eventAt": d.event_at,
+        "status": d.status.value,
+        "attempts": 0,
+        "createdAt": now,
+        "nextAttemptAt": now,
+        "expiresAt": now + retention,
+    }
+    if begun is not None:
+        doc |= {
+            "attempts": 1,
+            "attemptingUntil": begun,
+            "lastAttemptAt": now,
+            "nextAttemptAt": begun,
+        }
+    return doc
 
 
 class DeliveryStore:
@@ -135,28 +165,39 @@ class DeliveryStore:
         if _OLD_INDEX in await self.collection.index_information():
             await self.collection.drop_index(_OLD_INDEX)  # every write paid for it
 
-    async def add(self, targets: list[tuple[Document, list[str]]], now: datetime) -> list[Delivery]:
-        """The deliveries of each event to its webhooks, a write per `_INSERTED_AT_ONCE`;
-        those made (one already there, written before a crash, is kept as it is)."""
-        docs = [
-            {
-                "_id": delivery_id(event, webhook_id),
-                "webhookId": webhook_id,
-                "eventId": event["_id"],
-                "event": event["type"],
-                "runId": event["runId"],
-                "toolCallId": event.get("toolCallId"),
-                "run": event["run"],
-                "eventAt": event["at"],
-                "status": DeliveryStatus.PENDING.value,
-                "attempts": 0,
-                "createdAt": now,
-                "nextAttemptAt": now,
-                "expiresAt": now + self.retention,
-            }
+    def of(self, targets: list[tuple[Document, list[str]]], now: datetime) -> list[Delivery]:
+        """The deliveries of each event to its webhooks, made `now` (not yet written)."""
+        return [
+            Delivery(
+                delivery_id=delivery_id(event, webhook_id),
+                webhook_id=webhook_id,
+                event_id=event["_id"],
+                event=event["type"],
+                run_id=event["runId"],
+                status=DeliveryStatus.PENDING,
+                attempts=0,
+                created_at=now,
+                event_at=event["at"],
+                run=event["run"],
+                tool_call_id=event.get("toolCallId"),
+                next_attempt_at=now,
+            )
             for event, webhook_ids in targets
             for webhook_id in webhook_ids
         ]
+
+    async def add(
+        self,
+        deliveries: list[Delivery],
+        begun: set[str] | None = None,
+        until: datetime | None = None,
+    ) -> list[Delivery]:
+        """Write `deliveries`, a write per `_INSERTED_AT_ONCE`; those made (one already
+        there, written before a crash, is kept as it is). Those `begun` are written with
+        their first attempt recorded, held until `until`, as `begin` would: a burst's
+        deliveries that can be posted at once cost one write, not two."""
+        docs = [_document(d, self.retention, until if d.delivery_id in (begun or ()) else None)
+                for d in deliveries]  # fmt: skip
         made: list[Delivery] = []
         for i in range(0, len(docs), _INSERTED_AT_ONCE):
             some, there = docs[i : i + _INSERTED_AT_ONCE], set[int]()
@@ -167,7 +208,7 @@ class DeliveryStore:
                 if any(error.get("code") != DUPLICATE_KEY for error in errors):
                     raise
                 there = {error["index"] for error in errors}
-            made += [Delivery.from_document(d) for k, d in enumerate(some) if k not in there]
+            made += [deliveries[i + k] for k in range(len(some)) if k not in there]
         return made
 
     async def due(self, now: datetime, since: datetime | None = None) -> list[Delivery]:
@@ -337,4 +378,6 @@ def _result(finished: Finished, now: datetime) -> Document:
     }
     if finished.status is DeliveryStatus.DELIVERED:
         update["deliveredAt"] = now
+    if not finished.made:  # only first attempts are begun ahead
+        update |= {"attempts": 0, "lastAttemptAt": None, "nextAttemptAt": now}
     return update

@@ -39,7 +39,9 @@ def event(n: int, run_id: str = "run-a") -> dict[str, Any]:
 
 
 async def made(deliveries: DeliveryStore, count: int, webhook: str = "wh_1") -> list[Delivery]:
-    return await deliveries.add([(event(n, f"run-{n}"), [webhook]) for n in range(count)], T0)
+    return await deliveries.add(
+        deliveries.of([(event(n, f"run-{n}"), [webhook]) for n in range(count)], T0)
+    )
 
 
 async def status(deliveries: DeliveryStore, delivery: Delivery) -> DeliveryStatus | None:
