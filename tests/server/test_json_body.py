@@ -35,7 +35,7 @@ CASES = {
     ),
     "createWebhook's description": _body(
         "mutation($i: CreateWebhookInput!) { createWebhook(input: $i) { __typename } }",
-        i={"url": "http://127.0.0.1:9/hook", "description": "LONE"},
+        i={"url": "http://127.0.0.1:9/hook", "events": ["RUN_SUSPENDED"], "description": "LONE"},
     ),
     "a key": _body("{ __typename }", LONE="x"),
     "the operation name": json.dumps({"query": "{ __typename }"}).encode()[:-1]
