@@ -11,10 +11,13 @@ a twin waits for the answer, and takes the key over once the lease ran out (its 
 from __future__ import annotations
 
 import asyncio
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bson.regex import Regex
 from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
@@ -240,6 +243,24 @@ class DecisionLog:
         answer = doc.get("answer") if doc.get("state") == _ANSWERED else None
         return KeyUse(request_hash=doc.get("requestHash", ""), answer=answer)
 
+    async def answers_ending(
+        self, suffix: str, prefixes: Sequence[str]
+    ) -> list[tuple[str, KeyUse]]:
+        """Every answered key `<holder><suffix>` whose holder starts with one of `prefixes`,
+        as (holder, what it holds), oldest first: one request's key kept under the
+        holders the caller may be (the caller tells which it is)."""
+        ending = _literal(suffix)
+        # Prefix-anchored, so that a MongoDB scans only these holders' part of `_id`.
+        patterns = [Regex(f"^{_literal(prefix)}[\\s\\S]*{ending}$") for prefix in prefixes]
+        query = {"_id": {"$in": patterns}, "state": _ANSWERED}
+        found: list[tuple[datetime, str, KeyUse]] = []
+        async for doc in self.keys.find(query, {"requestHash": 1, "answer": 1, "at": 1}):
+            if doc["_id"].endswith(suffix):  # `$` matches before a final newline too
+                use = KeyUse(request_hash=doc.get("requestHash", ""), answer=doc["answer"])
+                found.append((doc["at"], doc["_id"][: -len(suffix)], use))
+        found.sort(key=lambda held: held[0])
+        return [(holder, use) for _, holder, use in found]
+
     async def renew_key(self, key: str, until: datetime) -> None:
         await self.keys.update_one(
             {"_id": key, "state": _PENDING}, {"$set": {"leaseExpiresAt": until}}
@@ -270,6 +291,12 @@ class DecisionLog:
     async def release_key(self, key: str) -> None:
         """Let a key go whose first caller applied nothing, so a retry under it may answer."""
         await self.keys.delete_one({"_id": key, "state": _PENDING})
+
+
+def _literal(text: str) -> str:
+    """`text` as a regular expression that matches it alone; a NUL byte spelt `\\x00`,
+    which BSON cannot hold in a pattern."""
+    return re.escape(text).replace("\x00", "\\x00")
 
 
 def _utc_naive() -> datetime:
