@@ -6,6 +6,13 @@ is a person (`person:<name>`): the `person` its key entry names, or the token's 
 is its own person, `key:<name>`. A quorum counts people, four eyes compare people, and
 idempotency keys are a person's.
 
+A JWT_PERSONS key with a space in it is `<issuer> <subject>`: it maps only the tokens of
+that subject whose `iss` is that issuer (one issuer's subjects may be another's), before
+a plain `<subject>` entry. Such a token is the credential `jwt:<issuer> <subject>`, so
+that what it stores (an approval, `startedBy`) names its issuer and is read as the same
+person later; a token whose own subject reads as such an entry is refused, or it would
+be another issuer's subject.
+
 Names compare folded (`fold`): Unicode NFKC, case folded, format characters (zero-width
 spaces and joiners, direction marks) removed; so `Alice`, `alice` and `alice` with a
 zero-width space are one name. A name with whitespace around it is refused where it is
@@ -66,7 +73,8 @@ class People:
     keys: Mapping[str, str] = field(default_factory=dict)
     """Folded key name -> its person's subject, for the keys that name a person."""
     tokens: Mapping[str, str] = field(default_factory=dict)
-    """Folded token subject -> the person's name JWT_PERSONS gives it."""
+    """Folded token subject, or `<issuer> <subject>`, -> the person's name JWT_PERSONS
+    gives it."""
 
     def person_of(self, subject: str) -> str:
         """The person (as compared) behind a subject, stored or presented now."""
@@ -81,9 +89,24 @@ class People:
         name = fold(sub)
         return PERSON_PREFIX + fold(self.tokens.get(name, name))
 
+    def token_credential(self, issuer: object, sub: str) -> str | None:
+        """What follows `jwt:` in the credential of a token of `sub` from `issuer` (its
+        `iss` claim, if a string): `<issuer> <subject>` when JWT_PERSONS names both, else
+        the subject. None: the subject alone reads as an `<issuer> <subject>` entry."""
+        qualified = f"{issuer} {sub}"
+        if isinstance(issuer, str) and _one_word(issuer) and fold(qualified) in self.tokens:
+            return qualified
+        name = fold(sub)
+        return None if " " in name and name in self.tokens else sub
+
     def same(self, subject: str, person: str) -> bool:
         """Whether the stored `subject` is the person `person` (as compared)."""
         return self.person_of(subject) == person
+
+
+def _one_word(text: str) -> bool:
+    folded = fold(text)
+    return folded.split() == [folded]
 
 
 def key_people(entries: Iterable[tuple[str, str | None]]) -> dict[str, str]:
@@ -108,14 +131,21 @@ def key_people(entries: Iterable[tuple[str, str | None]]) -> dict[str, str]:
 
 
 def token_people(mapping: Mapping[str, str]) -> dict[str, str]:
-    """`People.tokens` from JWT_PERSONS (token subject -> person); ValueError naming what
-    cannot name someone, or two subjects that fold to one given different people."""
+    """`People.tokens` from JWT_PERSONS (token subject, or `<issuer> <subject>`, ->
+    person); ValueError naming what cannot name someone, a key with a space that is no
+    `<issuer> <subject>`, or two keys that fold to one given different people."""
     folded: dict[str, str] = {}
     for sub, person in mapping.items():
         for text in (sub, person):
             if (why := refusal(text)) is not None:
                 raise ValueError(why)
         name = fold(sub)
+        issuer, _, subject = name.partition(" ")
+        if subject and (not _one_word(issuer) or refusal(subject) is not None):
+            raise ValueError(
+                f"{sub!r} is not `<issuer> <subject>`: an issuer without whitespace, one "
+                "space, then the subject"
+            )
         if name in folded and folded[name] != fold(person):
             raise ValueError(f"subjects that fold to {name!r} are given different people")
         folded[name] = fold(person)
