@@ -28,6 +28,9 @@ from suspended_runs.storage.types import Document
 
 APPLIED_OUTCOMES = ["Applied", "RunDecided", "OutcomeUnknown"]
 """The outcomes of a record whose decision was applied (or may have been)."""
+_SPELT = 256
+"""How much of a key a pattern spells (a key is as long as a request may be; MongoDB
+refuses patterns over 32 kB): the rest is compared here."""
 _PENDING = "pending"
 _ANSWERED = "answered"
 
@@ -247,15 +250,16 @@ class DecisionLog:
         self, suffix: str, prefixes: Sequence[str]
     ) -> list[tuple[str, KeyUse]]:
         """Every answered key `<holder><suffix>` whose holder starts with one of `prefixes`,
-        as (holder, what it holds), oldest first: one request's key kept under the
-        holders the caller may be (the caller tells which it is)."""
-        ending = _literal(suffix)
+        as (holder, what it holds), oldest first: whom one request's key was kept under,
+        for the caller to tell which of them it is."""
+        ending = _literal(suffix[:_SPELT]) + ("$" if len(suffix) <= _SPELT else "")
         # Prefix-anchored, so that a MongoDB scans only these holders' part of `_id`.
-        patterns = [Regex(f"^{_literal(prefix)}[\\s\\S]*{ending}$") for prefix in prefixes]
+        patterns = [Regex(f"^{_literal(prefix)}[\\s\\S]*{ending}") for prefix in prefixes]
         query = {"_id": {"$in": patterns}, "state": _ANSWERED}
         found: list[tuple[datetime, str, KeyUse]] = []
         async for doc in self.keys.find(query, {"requestHash": 1, "answer": 1, "at": 1}):
-            if doc["_id"].endswith(suffix):  # `$` matches before a final newline too
+            # What the pattern left out, and `$` matches before a final newline too.
+            if doc["_id"].endswith(suffix):
                 use = KeyUse(request_hash=doc.get("requestHash", ""), answer=doc["answer"])
                 found.append((doc["at"], doc["_id"][: -len(suffix)], use))
         found.sort(key=lambda held: held[0])

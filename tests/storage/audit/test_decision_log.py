@@ -12,9 +12,10 @@ from suspended_runs.storage.audit.decision_log import DecisionLog
 from suspended_runs.storage.types import DECISIONS_COLLECTION, IDEMPOTENCY_COLLECTION
 
 LEASE = timedelta(minutes=1)
-KEYS = ["k1", "k.1*(", "^k1$", "n\x00l", "k1\n"]
+KEYS = ["k1", "k.1*(", "^k1$", "n\x00l", "k1\n", "k" * 100_000, "k" * 100_001]
 """A plain key, regular expressions' own characters, a NUL byte (which no BSON pattern
-holds), and a key that `$` would match before its final newline."""
+holds), a key that `$` would match before its final newline, and keys longer than a
+pattern may be that begin alike."""
 
 
 async def test_a_key_is_found_under_each_holder_of_the_prefixes_oldest_first(
