@@ -3,7 +3,9 @@
 Each person's keys are their own (resolvers/people.py): a person's key and token share
 them. A key kept under a credential (`key:<name>`, `jwt:<sub>`: before keys were a
 person's, or by a key that named no person then) is not rewritten: it answers a repeat by
-any credential of the person that credential is now, and no one else's. The first request
+any credential of the person that credential is now, and no one else's; it is looked up
+by exact `_id` under the caller's credential and those the configuration spells for the
+person (People.credentials_of), never by a scan of every kept key. The first request
 holds its key under a lease it renews while it works; a twin waits for the answer, takes
 the key over when the lease ran out (its holder died), and after a while answers
 `DecisionInProgress`. An answer that applied nothing (InvalidResumeData, Forbidden,
@@ -27,13 +29,10 @@ from suspended_runs.resolvers.outcomes import (
     decode,
     encode,
 )
-from suspended_runs.resolvers.people import KEY_PREFIX, TOKEN_PREFIX
 from suspended_runs.storage import database_fault
 
 _log = logging.getLogger(__name__)
 
-_CREDENTIALS = (KEY_PREFIX, TOKEN_PREFIX)
-"""Whom a key kept under a credential is held by (one kept under a person: `person:`)."""
 _TWIN_WAIT = 20.0
 """Seconds a twin waits for the first answer (at most one claim lease), up to three times,
 before it answers DecisionInProgress."""
@@ -84,24 +83,20 @@ async def _kept_or_let_go(work: Awaitable[None]) -> None:
 
 async def _kept_before(context: Context, key: str, fingerprint: str, run_id: str) -> Any:
     """The answer kept under `key` by a credential of the caller's person, read through
-    the mapping in force now (People.person_of, as quorums read approvals): their own
-    credential's first, then the oldest; None when no credential of theirs kept one."""
+    the mapping in force now (People.credentials_of, exact spellings: one lookup by `_id`,
+    however many keys are kept): their own credential's first, then the oldest; None when
+    no credential of theirs kept one."""
     principal = context.principal
     if not principal.authenticated:
         return None  # an open server's callers have no credentials
-    held = await context.storage.decisions.answers_ending(f"\x00{key}", _CREDENTIALS)
-    theirs = [
-        (holder, use)
-        for holder, use in held
-        # The key held by the person itself is answered_once's to take, not a kept one.
-        if holder != principal.person and context.people.same(holder, principal.person)
-    ]
+    holders = context.people.credentials_of(principal.subject, principal.person)
+    held = await context.storage.decisions.answers_kept([f"{h}\x00{key}" for h in holders])
     # Their own credential's first: its answer is the one this very caller was given.
-    theirs.sort(key=lambda kept: kept[0] != principal.subject)
-    for _, use in theirs:
+    held.sort(key=lambda kept: kept[0] != f"{principal.subject}\x00{key}")
+    for _, use in held:
         if use.request_hash == fingerprint and use.answer is not None:
             return await _as_now(context, decode(use.answer), run_id)
-    if theirs:
+    if held:
         raise _reused()
     return None
 

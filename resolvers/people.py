@@ -20,7 +20,11 @@ written (the key file, JWT_PERSONS, a token's subject), never trimmed into anoth
 
 What was stored under credentials (approvals, `startedBy`, `decidedBy`, `createdBy`, the
 audit log, idempotency keys) is not rewritten: `People.person_of` reads a stored subject
-as the person it is under the mapping in force now.
+as the person it is under the mapping in force now. Where a record is found by its
+credential's exact spelling (an idempotency key), `People.credentials_of` names the
+spellings to look under: the caller's own, and those the configuration writes for the
+person; a spelling neither names (a token's `Bob` where the files say `bob`) is found
+only by the credential that presents it.
 """
 
 from __future__ import annotations
@@ -75,6 +79,9 @@ class People:
     tokens: Mapping[str, str] = field(default_factory=dict)
     """Folded token subject, or `<issuer> <subject>`, -> the person's name JWT_PERSONS
     gives it."""
+    spelt: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Person (as compared) -> credentials as the configuration writes them for that
+    person (`spellings`): records are stored under such spellings, not folded ones."""
 
     def person_of(self, subject: str) -> str:
         """The person (as compared) behind a subject, stored or presented now."""
@@ -103,6 +110,18 @@ class People:
         """Whether the stored `subject` is the person `person` (as compared)."""
         return self.person_of(subject) == person
 
+    def credentials_of(self, subject: str, person: str) -> list[str]:
+        """The credentials, spelt as stored, under which the caller `subject` of `person`
+        may have kept a record: `subject` first, then those the configuration spells for
+        the person and a token of the person's name, each only if it is that person now
+        (a key that names no one is its own person: `subject` alone). Never `person`
+        itself, whose records are looked up as its own. A handful, looked up exactly."""
+        spelt = set(self.spelt.get(person, ()))
+        if person.startswith(PERSON_PREFIX):
+            spelt.add(TOKEN_PREFIX + person[len(PERSON_PREFIX) :])
+        ordered = [subject, *sorted(spelt - {subject})]
+        return [held for held in ordered if held != person and self.same(held, person)]
+
 
 def _one_word(text: str) -> bool:
     folded = fold(text)
@@ -128,6 +147,27 @@ def key_people(entries: Iterable[tuple[str, str | None]]) -> dict[str, str]:
             )
         persons[folded], written[folded] = mine, name
     return {name: PERSON_PREFIX + person for name, person in persons.items() if person}
+
+
+def spellings(
+    keys: Iterable[tuple[str, str | None]], jwt_persons: Mapping[str, str]
+) -> dict[str, frozenset[str]]:
+    """`People.spelt` from (key name, person named) pairs and JWT_PERSONS, all as written:
+    for each person, `key:<name>` of their keys; `jwt:<key>` of their JWT_PERSONS keys, and
+    an `<issuer> <subject>` key's `jwt:<subject>` (how its tokens were stored before
+    issuers were named); `jwt:<name>` for each way their name is written. Some may be
+    another person's now: `People.credentials_of` keeps only the person's own."""
+    found: dict[str, set[str]] = {}
+    for name, person in keys:
+        if person is not None:
+            found.setdefault(PERSON_PREFIX + fold(person), set()).update(
+                (KEY_PREFIX + name, TOKEN_PREFIX + person)
+            )
+    for sub, person in jwt_persons.items():
+        found.setdefault(PERSON_PREFIX + fold(person), set()).update(
+            TOKEN_PREFIX + text for text in (sub, sub.partition(" ")[2] or sub, person)
+        )
+    return {person: frozenset(held) for person, held in found.items()}
 
 
 def token_people(mapping: Mapping[str, str]) -> dict[str, str]:

@@ -50,6 +50,7 @@ from suspended_runs.resolvers.people import (
     People,
     key_people,
     refusal,
+    spellings,
     token_people,
 )
 from suspended_runs.runtime import ConfigurationError
@@ -299,8 +300,9 @@ async def reload_api_keys_forever(
 
 def _people(api_keys: list[ApiKey] | None, jwt_config: JwtConfig | None) -> People:
     """Who stands behind the keys and tokens (both checked as they were loaded)."""
-    keys = key_people((k.name, k.person) for k in api_keys or [])
-    return People(keys, token_people(jwt_config.persons) if jwt_config else {})
+    entries = [(k.name, k.person) for k in api_keys or []]
+    persons = jwt_config.persons if jwt_config else {}
+    return People(key_people(entries), token_people(persons), spellings(entries, persons))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

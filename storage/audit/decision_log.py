@@ -11,13 +11,11 @@ a twin waits for the answer, and takes the key over once the lease ran out (its 
 from __future__ import annotations
 
 import asyncio
-import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bson.regex import Regex
 from pymongo import ASCENDING
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.errors import DuplicateKeyError
@@ -28,9 +26,9 @@ from suspended_runs.storage.types import Document
 
 APPLIED_OUTCOMES = ["Applied", "RunDecided", "OutcomeUnknown"]
 """The outcomes of a record whose decision was applied (or may have been)."""
-_SPELT = 256
-"""How much of a key a pattern spells (a key is as long as a request may be; MongoDB
-refuses patterns over 32 kB): the rest is compared here."""
+_BATCH_BYTES = 4 << 20
+"""How much the ids of one lookup may hold: a key is as long as a request may be
+(MAX_REQUEST_BYTES), and a command at most 16 MiB."""
 _PENDING = "pending"
 _ANSWERED = "answered"
 
@@ -246,24 +244,21 @@ class DecisionLog:
         answer = doc.get("answer") if doc.get("state") == _ANSWERED else None
         return KeyUse(request_hash=doc.get("requestHash", ""), answer=answer)
 
-    async def answers_ending(
-        self, suffix: str, prefixes: Sequence[str]
-    ) -> list[tuple[str, KeyUse]]:
-        """Every answered key `<holder><suffix>` whose holder starts with one of `prefixes`,
-        as (holder, what it holds), oldest first: whom one request's key was kept under,
-        for the caller to tell which of them it is."""
-        ending = _literal(suffix[:_SPELT]) + ("$" if len(suffix) <= _SPELT else "")
-        # Prefix-anchored, so that a MongoDB scans only these holders' part of `_id`.
-        patterns = [Regex(f"^{_literal(prefix)}[\\s\\S]*{ending}") for prefix in prefixes]
-        query = {"_id": {"$in": patterns}, "state": _ANSWERED}
+    async def answers_kept(self, keys: Sequence[str]) -> list[tuple[str, KeyUse]]:
+        """The answered ones of `keys` (exact `_id`s), as (key, what it holds), oldest
+        first: one query by `_id` whatever else is kept (more only for keys that together
+        outgrow a command)."""
+        fields = {"state": 1, "requestHash": 1, "answer": 1, "at": 1}
         found: list[tuple[datetime, str, KeyUse]] = []
-        async for doc in self.keys.find(query, {"requestHash": 1, "answer": 1, "at": 1}):
-            # What the pattern left out, and `$` matches before a final newline too.
-            if doc["_id"].endswith(suffix):
-                use = KeyUse(request_hash=doc.get("requestHash", ""), answer=doc["answer"])
-                found.append((doc["at"], doc["_id"][: -len(suffix)], use))
+        for batch in _batches(keys):
+            # By `_id` alone: asked for `state` too, the embedded server plans a collection scan.
+            cursor = self.keys.find({"_id": {"$in": batch}}, fields, limit=len(batch))
+            async for doc in cursor:
+                if doc.get("state") == _ANSWERED:
+                    use = KeyUse(request_hash=doc.get("requestHash", ""), answer=doc["answer"])
+                    found.append((doc["at"], doc["_id"], use))
         found.sort(key=lambda held: held[0])
-        return [(holder, use) for _, holder, use in found]
+        return [(key, use) for _, key, use in found]
 
     async def renew_key(self, key: str, until: datetime) -> None:
         await self.keys.update_one(
@@ -297,10 +292,18 @@ class DecisionLog:
         await self.keys.delete_one({"_id": key, "state": _PENDING})
 
 
-def _literal(text: str) -> str:
-    """`text` as a regular expression that matches it alone; a NUL byte spelt `\\x00`,
-    which BSON cannot hold in a pattern."""
-    return re.escape(text).replace("\x00", "\\x00")
+def _batches(keys: Sequence[str]) -> Iterator[list[str]]:
+    """`keys` in lists of at most `_BATCH_BYTES` each (a key alone may be longer)."""
+    batch: list[str] = []
+    size = 0
+    for key in keys:
+        if batch and size + len(key.encode()) > _BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(key)
+        size += len(key.encode())
+    if batch:
+        yield batch
 
 
 def _utc_naive() -> datetime:

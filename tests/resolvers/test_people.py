@@ -13,7 +13,14 @@ import httpx
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from suspended_runs.resolvers.people import People, fold, key_people, refusal, token_people
+from suspended_runs.resolvers.people import (
+    People,
+    fold,
+    key_people,
+    refusal,
+    spellings,
+    token_people,
+)
 from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server import Settings, create_app
 from suspended_runs.storage import Document
@@ -272,3 +279,30 @@ def test_an_issuer_entry_is_that_issuers_subject_alone() -> None:
     assert people.token_credential(ISSUER_B, "x y") is None  # `x y` is issuer x's subject y
     assert people.token_credential("x", "y") == "x y"
     assert people.token_credential(ISSUER_B, "x  y") == "x  y"  # no entry: its own person
+
+
+def test_a_persons_credentials_are_the_callers_and_those_configuration_spells() -> None:
+    keys = [("Bob-Laptop", "Bob"), ("bob-ci", "bob"), ("Robot", None), ("carol", "carol")]
+    persons = {f"{ISSUER_A} 1042": "BOB", "1042": "carol", "b0b": "bob"}
+    people = People(key_people(keys), token_people(persons), spellings(keys, persons))
+    assert people.credentials_of("jwt:BOB", "person:bob") == [
+        "jwt:BOB",  # the caller's own spelling, first
+        "jwt:Bob",  # a token of bob's name, as each entry spells it
+        "jwt:b0b",
+        "jwt:bob",
+        f"jwt:{ISSUER_A} 1042",  # not `jwt:1042`: carol's
+        "key:Bob-Laptop",
+        "key:bob-ci",
+    ]
+    # A key that names no one: its own name as written (its person's keys are looked up
+    # as its own), and no other credential.
+    assert people.credentials_of("key:Robot", "key:robot") == ["key:Robot"]
+    assert People().credentials_of("key:robot", "key:robot") == []
+    persons["bob"] = "carol"  # bob's name is carol's subject: no token of it is bob's
+    people = People(key_people(keys), token_people(persons), spellings(keys, persons))
+    assert people.credentials_of("key:bob-ci", "person:bob") == [
+        "key:bob-ci",
+        "jwt:b0b",
+        f"jwt:{ISSUER_A} 1042",
+        "key:Bob-Laptop",
+    ]
