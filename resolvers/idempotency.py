@@ -1,14 +1,17 @@
 """Idempotency keys: a request repeated under the same key gets the first answer again.
 
 Each person's keys are their own (resolvers/people.py): a person's key and token share
-them; a key kept under a credential before (`key:<name>`, `jwt:<sub>`) still answers that
-credential's repeat. The first request holds its key under a lease it
-renews while it works; a twin waits for the answer, takes the key over when the lease ran
-out (its holder died), and after a while answers `DecisionInProgress`. An answer that
-applied nothing (InvalidResumeData, Forbidden, ExecutorUnavailable: the decision
-certainly never reached the runtime) is not kept, so a retry under the key may succeed.
-A kept answer that shows a run is answered with the run as it is now, not as it was, and
-only to a caller who may still see it.
+them. A key kept under a credential (`key:<name>`, `jwt:<sub>`: before keys were a
+person's, or by a key that named no person then) is not rewritten: it answers a repeat by
+any credential of the person that credential is now, and no one else's; it is looked up
+by exact `_id` under the caller's credential and those the configuration spells for the
+person (People.credentials_of), never by a scan of every kept key. The first request
+holds its key under a lease it renews while it works; a twin waits for the answer, takes
+the key over when the lease ran out (its holder died), and after a while answers
+`DecisionInProgress`. An answer that applied nothing (InvalidResumeData, Forbidden,
+ExecutorUnavailable: the decision certainly never reached the runtime) is not kept, so a
+retry under the key may succeed. A kept answer that shows a run is answered with the run
+as it is now, not as it was, and only to a caller who may still see it.
 """
 
 from __future__ import annotations
@@ -46,11 +49,10 @@ async def answered_once(
     if key is None:
         return await work()
     log, claims = context.storage.decisions, context.runtimes.claims
-    principal = context.principal
-    kept_before = await _kept_before(context, f"{principal.subject}\x00{key}", fingerprint, run_id)
+    kept_before = await _kept_before(context, key, fingerprint, run_id)
     if kept_before is not None:
         return kept_before
-    key = f"{principal.person}\x00{key}"
+    key = f"{context.principal.person}\x00{key}"
     earlier = await _earlier_answer(context, key, fingerprint, run_id)
     if earlier is not None:
         return earlier
@@ -80,15 +82,23 @@ async def _kept_or_let_go(work: Awaitable[None]) -> None:
 
 
 async def _kept_before(context: Context, key: str, fingerprint: str, run_id: str) -> Any:
-    """The answer kept under the caller's credential, before keys were a person's."""
-    if key.startswith(context.principal.person + "\x00"):
-        return None  # the same key
-    use = await context.storage.decisions.key_use(key)
-    if use is None or use.answer is None:
-        return None
-    if use.request_hash != fingerprint:
+    """The answer kept under `key` by a credential of the caller's person, read through
+    the mapping in force now (People.credentials_of, exact spellings: one lookup by `_id`,
+    however many keys are kept): their own credential's first, then the oldest; None when
+    no credential of theirs kept one."""
+    principal = context.principal
+    if not principal.authenticated:
+        return None  # an open server's callers have no credentials
+    holders = context.people.credentials_of(principal.subject, principal.person)
+    held = await context.storage.decisions.answers_kept([f"{h}\x00{key}" for h in holders])
+    # Their own credential's first: its answer is the one this very caller was given.
+    held.sort(key=lambda kept: kept[0] != f"{principal.subject}\x00{key}")
+    for _, use in held:
+        if use.request_hash == fingerprint and use.answer is not None:
+            return await _as_now(context, decode(use.answer), run_id)
+    if held:
         raise _reused()
-    return await _as_now(context, decode(use.answer), run_id)
+    return None
 
 
 def _reused() -> BadUserInput:

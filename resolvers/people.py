@@ -6,6 +6,13 @@ is a person (`person:<name>`): the `person` its key entry names, or the token's 
 is its own person, `key:<name>`. A quorum counts people, four eyes compare people, and
 idempotency keys are a person's.
 
+A JWT_PERSONS key with a space in it is `<issuer> <subject>`: it maps only the tokens of
+that subject whose `iss` is that issuer (one issuer's subjects may be another's), before
+a plain `<subject>` entry. Such a token is the credential `jwt:<issuer> <subject>`, so
+that what it stores (an approval, `startedBy`) names its issuer and is read as the same
+person later; a token whose own subject reads as such an entry is refused, or it would
+be another issuer's subject.
+
 Names compare folded (`fold`): Unicode NFKC, case folded, format characters (zero-width
 spaces and joiners, direction marks) removed; so `Alice`, `alice` and `alice` with a
 zero-width space are one name. A name with whitespace around it is refused where it is
@@ -13,7 +20,11 @@ written (the key file, JWT_PERSONS, a token's subject), never trimmed into anoth
 
 What was stored under credentials (approvals, `startedBy`, `decidedBy`, `createdBy`, the
 audit log, idempotency keys) is not rewritten: `People.person_of` reads a stored subject
-as the person it is under the mapping in force now.
+as the person it is under the mapping in force now. Where a record is found by its
+credential's exact spelling (an idempotency key), `People.credentials_of` names the
+spellings to look under: the caller's own, and those the configuration writes for the
+person; a spelling neither names (a token's `Bob` where the files say `bob`) is found
+only by the credential that presents it.
 """
 
 from __future__ import annotations
@@ -66,7 +77,11 @@ class People:
     keys: Mapping[str, str] = field(default_factory=dict)
     """Folded key name -> its person's subject, for the keys that name a person."""
     tokens: Mapping[str, str] = field(default_factory=dict)
-    """Folded token subject -> the person's name JWT_PERSONS gives it."""
+    """Folded token subject, or `<issuer> <subject>`, -> the person's name JWT_PERSONS
+    gives it."""
+    spelt: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """Person (as compared) -> credentials as the configuration writes them for that
+    person (`spellings`): records are stored under such spellings, not folded ones."""
 
     def person_of(self, subject: str) -> str:
         """The person (as compared) behind a subject, stored or presented now."""
@@ -81,9 +96,36 @@ class People:
         name = fold(sub)
         return PERSON_PREFIX + fold(self.tokens.get(name, name))
 
+    def token_credential(self, issuer: object, sub: str) -> str | None:
+        """What follows `jwt:` in the credential of a token of `sub` from `issuer` (its
+        `iss` claim, if a string): `<issuer> <subject>` when JWT_PERSONS names both, else
+        the subject. None: the subject alone reads as an `<issuer> <subject>` entry."""
+        qualified = f"{issuer} {sub}"
+        if isinstance(issuer, str) and _one_word(issuer) and fold(qualified) in self.tokens:
+            return qualified
+        name = fold(sub)
+        return None if " " in name and name in self.tokens else sub
+
     def same(self, subject: str, person: str) -> bool:
         """Whether the stored `subject` is the person `person` (as compared)."""
         return self.person_of(subject) == person
+
+    def credentials_of(self, subject: str, person: str) -> list[str]:
+        """The credentials, spelt as stored, under which the caller `subject` of `person`
+        may have kept a record: `subject` first, then those the configuration spells for
+        the person and a token of the person's name, each only if it is that person now
+        (a key that names no one is its own person: `subject` alone). Never `person`
+        itself, whose records are looked up as its own. A handful, looked up exactly."""
+        spelt = set(self.spelt.get(person, ()))
+        if person.startswith(PERSON_PREFIX):
+            spelt.add(TOKEN_PREFIX + person[len(PERSON_PREFIX) :])
+        ordered = [subject, *sorted(spelt - {subject})]
+        return [held for held in ordered if held != person and self.same(held, person)]
+
+
+def _one_word(text: str) -> bool:
+    folded = fold(text)
+    return folded.split() == [folded]
 
 
 def key_people(entries: Iterable[tuple[str, str | None]]) -> dict[str, str]:
@@ -107,15 +149,43 @@ def key_people(entries: Iterable[tuple[str, str | None]]) -> dict[str, str]:
     return {name: PERSON_PREFIX + person for name, person in persons.items() if person}
 
 
+def spellings(
+    keys: Iterable[tuple[str, str | None]], jwt_persons: Mapping[str, str]
+) -> dict[str, frozenset[str]]:
+    """`People.spelt` from (key name, person named) pairs and JWT_PERSONS, all as written:
+    for each person, `key:<name>` of their keys; `jwt:<key>` of their JWT_PERSONS keys, and
+    an `<issuer> <subject>` key's `jwt:<subject>` (how its tokens were stored before
+    issuers were named); `jwt:<name>` for each way their name is written. Some may be
+    another person's now: `People.credentials_of` keeps only the person's own."""
+    found: dict[str, set[str]] = {}
+    for name, person in keys:
+        if person is not None:
+            found.setdefault(PERSON_PREFIX + fold(person), set()).update(
+                (KEY_PREFIX + name, TOKEN_PREFIX + person)
+            )
+    for sub, person in jwt_persons.items():
+        found.setdefault(PERSON_PREFIX + fold(person), set()).update(
+            TOKEN_PREFIX + text for text in (sub, sub.partition(" ")[2] or sub, person)
+        )
+    return {person: frozenset(held) for person, held in found.items()}
+
+
 def token_people(mapping: Mapping[str, str]) -> dict[str, str]:
-    """`People.tokens` from JWT_PERSONS (token subject -> person); ValueError naming what
-    cannot name someone, or two subjects that fold to one given different people."""
+    """`People.tokens` from JWT_PERSONS (token subject, or `<issuer> <subject>`, ->
+    person); ValueError naming what cannot name someone, a key with a space that is no
+    `<issuer> <subject>`, or two keys that fold to one given different people."""
     folded: dict[str, str] = {}
     for sub, person in mapping.items():
         for text in (sub, person):
             if (why := refusal(text)) is not None:
                 raise ValueError(why)
         name = fold(sub)
+        issuer, _, subject = name.partition(" ")
+        if subject and (not _one_word(issuer) or refusal(subject) is not None):
+            raise ValueError(
+                f"{sub!r} is not `<issuer> <subject>`: an issuer without whitespace, one "
+                "space, then the subject"
+            )
         if name in folded and folded[name] != fold(person):
             raise ValueError(f"subjects that fold to {name!r} are given different people")
         folded[name] = fold(person)

@@ -12,7 +12,8 @@ No key, token or claim value is ever logged or returned: failures name a reason 
 Subjects are `key:<name>` for an API key (names are unique) and `jwt:<sub>` for a token:
 credentials, never mistaken for each other. Behind each is a person (resolvers/people.py):
 the `person` a key entry names (else the key itself), a token's subject, or whom
-JWT_PERSONS maps that subject to.
+JWT_PERSONS maps that subject to (or its `<issuer> <subject>`: such a token is
+`jwt:<issuer> <sub>`).
 
 API key file:
 
@@ -49,6 +50,7 @@ from suspended_runs.resolvers.people import (
     People,
     key_people,
     refusal,
+    spellings,
     token_people,
 )
 from suspended_runs.runtime import ConfigurationError
@@ -85,7 +87,8 @@ class JwtConfig:
     leeway: float = 30.0
     """Seconds of clock skew allowed on exp, nbf and iat."""
     persons: Mapping[str, str] = field(default_factory=dict, hash=False)
-    """JWT_PERSONS: a token's subject -> the person it is (else the subject itself)."""
+    """JWT_PERSONS: a token's subject, or `<issuer> <subject>`, -> the person it is (else
+    the subject itself)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,17 +243,28 @@ class Authenticator:
             groups = _groups(claims.get(config.groups_claim, []))
         except TypeError:
             raise Unauthenticated("the token's groups claim is malformed") from None
-        sub = str(claims[config.subject_claim])
-        if refusal(sub) is not None:
-            raise Unauthenticated("the token's subject claim is not a name")
+        subject = self._token_subject(claims)
         return Principal(
             groups=groups,
-            subject=f"{TOKEN_PREFIX}{sub}",
-            person=self.people.token_person(sub),
+            subject=subject,
+            person=self.people.person_of(subject),
             role=_role(claims.get(config.role_claim)),
             scope=scope,
             expires_at=float(claims["exp"]) + config.leeway,
         )
+
+    def _token_subject(self, claims: Mapping[str, Any]) -> str:
+        """The token's credential: `jwt:<sub>`, or `jwt:<issuer> <sub>` where JWT_PERSONS
+        maps its issuer's subject (resolvers/people.py). A subject that is no name, or
+        that reads as JWT_PERSONS' `<issuer> <subject>` (another issuer's), is refused."""
+        assert self.jwt is not None
+        sub = str(claims[self.jwt.subject_claim])
+        if refusal(sub) is not None:
+            raise Unauthenticated("the token's subject claim is not a name")
+        credential = self.people.token_credential(claims.get("iss"), sub)
+        if credential is None:
+            raise Unauthenticated("the token's subject claim reads as an issuer and subject")
+        return f"{TOKEN_PREFIX}{credential}"
 
     async def _verification_key(self, token: str) -> tuple[Any, list[str]]:
         """The key that must have signed `token`, and the algorithms it may be used with:
@@ -286,8 +300,9 @@ async def reload_api_keys_forever(
 
 def _people(api_keys: list[ApiKey] | None, jwt_config: JwtConfig | None) -> People:
     """Who stands behind the keys and tokens (both checked as they were loaded)."""
-    keys = key_people((k.name, k.person) for k in api_keys or [])
-    return People(keys, token_people(jwt_config.persons) if jwt_config else {})
+    entries = [(k.name, k.person) for k in api_keys or []]
+    persons = jwt_config.persons if jwt_config else {}
+    return People(key_people(entries), token_people(persons), spellings(entries, persons))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

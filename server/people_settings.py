@@ -13,7 +13,8 @@ class PeopleSettings(BaseModel):
 
     jwt_persons: dict[str, str] = Field(
         default_factory=dict,
-        description="JSON: a token's subject -> the person it is (else the subject itself).",
+        description="JSON: a token's subject, or its `<issuer> <subject>` (that issuer's "
+        "tokens only, before a plain subject), -> the person it is (else the subject itself).",
     )
     webhook_owner_token_days: float = Field(
         30.0,

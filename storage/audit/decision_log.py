@@ -11,6 +11,7 @@ a twin waits for the answer, and takes the key over once the lease ran out (its 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,6 +26,9 @@ from suspended_runs.storage.types import Document
 
 APPLIED_OUTCOMES = ["Applied", "RunDecided", "OutcomeUnknown"]
 """The outcomes of a record whose decision was applied (or may have been)."""
+_BATCH_BYTES = 4 << 20
+"""How much the ids of one lookup may hold: a key is as long as a request may be
+(MAX_REQUEST_BYTES), and a command at most 16 MiB."""
 _PENDING = "pending"
 _ANSWERED = "answered"
 
@@ -240,6 +244,22 @@ class DecisionLog:
         answer = doc.get("answer") if doc.get("state") == _ANSWERED else None
         return KeyUse(request_hash=doc.get("requestHash", ""), answer=answer)
 
+    async def answers_kept(self, keys: Sequence[str]) -> list[tuple[str, KeyUse]]:
+        """The answered ones of `keys` (exact `_id`s), as (key, what it holds), oldest
+        first: one query by `_id` whatever else is kept (more only for keys that together
+        outgrow a command)."""
+        fields = {"state": 1, "requestHash": 1, "answer": 1, "at": 1}
+        found: list[tuple[datetime, str, KeyUse]] = []
+        for batch in _batches(keys):
+            # By `_id` alone: asked for `state` too, the embedded server plans a collection scan.
+            cursor = self.keys.find({"_id": {"$in": batch}}, fields, limit=len(batch))
+            async for doc in cursor:
+                if doc.get("state") == _ANSWERED:
+                    use = KeyUse(request_hash=doc.get("requestHash", ""), answer=doc["answer"])
+                    found.append((doc["at"], doc["_id"], use))
+        found.sort(key=lambda held: held[0])
+        return [(key, use) for _, key, use in found]
+
     async def renew_key(self, key: str, until: datetime) -> None:
         await self.keys.update_one(
             {"_id": key, "state": _PENDING}, {"$set": {"leaseExpiresAt": until}}
@@ -270,6 +290,20 @@ class DecisionLog:
     async def release_key(self, key: str) -> None:
         """Let a key go whose first caller applied nothing, so a retry under it may answer."""
         await self.keys.delete_one({"_id": key, "state": _PENDING})
+
+
+def _batches(keys: Sequence[str]) -> Iterator[list[str]]:
+    """`keys` in lists of at most `_BATCH_BYTES` each (a key alone may be longer)."""
+    batch: list[str] = []
+    size = 0
+    for key in keys:
+        if batch and size + len(key.encode()) > _BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+        batch.append(key)
+        size += len(key.encode())
+    if batch:
+        yield batch
 
 
 def _utc_naive() -> datetime:

@@ -1,6 +1,8 @@
 """Idempotency keys (resolvers/idempotency.py): taken over from a dead holder, a typed
 answer for a twin that waits too long, nothing kept for answers that applied nothing,
-a replay shows the run as it is now; keys and audit records expire."""
+a replay shows the run as it is now; keys and audit records expire; a key kept under a
+credential answers every credential of its person, and no one else, found by one query of
+exact ids however many keys are kept."""
 
 from __future__ import annotations
 
@@ -8,10 +10,27 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
+import pytest
+from pymongo import AsyncMongoClient, monitoring
+from pymongo.asynchronous.database import AsyncDatabase
+
 from suspended_runs.resolvers import DecisionRequest
+from suspended_runs.server import Settings
 from suspended_runs.server.auth import API_KEY_HEADER, new_api_key
-from suspended_runs.storage import Action
-from tests.helpers import APPROVE, DECLINE, act, eventually, has_status, make_gql, start_run
+from suspended_runs.storage import Action, Document, database
+from tests.builders import SECRET_SETTING, bearer, key_file, token
+from tests.helpers import (
+    APPROVE,
+    DECLINE,
+    Gql,
+    act,
+    eventually,
+    has_status,
+    make_gql,
+    running_app,
+    start_run,
+)
 
 SLOW = {"agents": "tests.slow_agents:agents"}
 
@@ -120,3 +139,143 @@ async def test_a_replay_after_the_callers_scope_was_narrowed_answers_as_no_run(
     assert replay == {"__typename": "RunNotFound", "message": f"no run {run_id}"}
     again = await act(before, DECLINE, runId=run_id, idempotencyKey="once-1")
     assert (again["__typename"], again["run"]["runId"]) == ("RunDecided", run_id)
+
+
+KEYS = "suspended_runs_idempotency"
+BEFORE = [
+    {"name": "starter", "role": "admin"},
+    {"name": "bob", "role": "approver"},  # its own person: key:bob
+    {"name": "carol", "role": "approver", "person": "carol"},
+]
+
+
+async def _kept_by_bobs_credentials(
+    settings: Settings, path: Path, db: AsyncDatabase[Document]
+) -> tuple[dict[str, str], str, str]:
+    """bob's keys, and two runs bob approved under idempotency keys: `k1` with his key
+    while it named no person (kept under `key:bob`, as this code keeps it), `k2` with a
+    token of `bob` (kept under `jwt:bob`, as the code before people kept it)."""
+    keys = key_file(path, BEFORE)
+    async with running_app(_with_keys(settings, path)) as client:
+        starter = make_gql(client, {API_KEY_HEADER: keys["starter"]})
+        by_key, by_token = [(await start_run(starter, "file-cleaner"))["runId"] for _ in "12"]
+        first = await act(make_gql(client, {API_KEY_HEADER: keys["bob"]}), APPROVE, **_k1(by_key))
+        # `bob` as the key file spells him: a `jwt:Bob` record answers only a token of `Bob`.
+        second = await act(_token_of(client, "bob"), APPROVE, **_k2(by_token))
+    assert first["__typename"] == second["__typename"] == "RunDecided"
+    assert await db[KEYS].find_one({"_id": "key:bob\x00k1"}) is not None
+    kept = await db[KEYS].find_one_and_delete({"_id": "person:bob\x00k2"})
+    assert kept is not None
+    await db[KEYS].insert_one({**kept, "_id": "jwt:bob\x00k2"})
+    return keys, by_key, by_token
+
+
+def _with_keys(settings: Settings, path: Path) -> Settings:
+    return settings.model_copy(update={"api_keys_file": path, "jwt_secret": SECRET_SETTING})
+
+
+def _token_of(client: httpx.AsyncClient, sub: str) -> Gql:
+    body = {"sub": sub, "role": "approver", "suspended_runs_scope": "all"}
+    return make_gql(client, bearer(token(**body)))
+
+
+def _k1(run_id: str) -> dict[str, str]:
+    return {"runId": run_id, "idempotencyKey": "k1"}
+
+
+def _k2(run_id: str) -> dict[str, str]:
+    return {"runId": run_id, "idempotencyKey": "k2"}
+
+
+async def test_a_key_kept_under_a_credential_answers_its_persons_other_credentials(
+    settings: Settings, tmp_path: Path, db: AsyncDatabase[Document]
+) -> None:
+    path = tmp_path / "keys.json"
+    keys, by_key, by_token = await _kept_by_bobs_credentials(settings, path, db)
+    key_file(path, [{**entry, "person": entry["name"]} for entry in BEFORE], keys)
+    async with running_app(_with_keys(settings, path)) as client:
+        bob_key = make_gql(client, {API_KEY_HEADER: keys["bob"]})
+        bob_token = _token_of(client, "bob")
+        for gql, once in ((bob_token, _k1(by_key)), (bob_key, _k2(by_token))):
+            repeat = await act(gql, APPROVE, **once)
+            assert repeat["__typename"] == "RunDecided", repeat  # not RunNotSuspended
+            assert repeat["run"]["status"] == "COMPLETED"
+        reused = await bob_token(APPROVE, {"input": _k1(by_token)})  # k1 was for another run
+        assert reused["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_a_key_kept_under_a_credential_answers_no_other_person(
+    settings: Settings, tmp_path: Path, db: AsyncDatabase[Document]
+) -> None:
+    path = tmp_path / "keys.json"
+    keys, by_key, by_token = await _kept_by_bobs_credentials(settings, path, db)
+    key_file(path, [{**entry, "person": entry["name"]} for entry in BEFORE], keys)
+    async with running_app(_with_keys(settings, path)) as client:
+        carol_key = make_gql(client, {API_KEY_HEADER: keys["carol"]})
+        for gql, once in (
+            (carol_key, _k1(by_key)),
+            (_token_of(client, "carol"), _k2(by_token)),
+            (_token_of(client, "key:bob"), _k1(by_key)),  # a token, not bob's key
+        ):
+            assert (await act(gql, APPROVE, **once))["__typename"] == "RunNotSuspended"
+
+
+class _Finds(monitoring.CommandListener):
+    """The filters of the `find`s a client sent to the idempotency keys."""
+
+    def __init__(self) -> None:
+        self.filters: list[Document] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        if event.command_name == "find" and event.command["find"] == KEYS:
+            self.filters.append(event.command["filter"])
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+ISSUER = "https://sso.a.example/"
+
+
+def _unrelated_keys(count: int) -> list[Document]:
+    """Answered keys of others, and of bob under other keys: what a scan would read."""
+    at = datetime.now(UTC)
+    held = [f"jwt:u{i}\x00k1" if i % 2 else f"key:bob\x00other-{i}" for i in range(count)]
+    return [
+        {"_id": key, "state": "answered", "requestHash": "h", "answer": {}, "at": at}
+        for key in held
+    ]
+
+
+async def test_a_key_kept_before_is_looked_up_by_its_persons_ids_alone(
+    settings: Settings, tmp_path: Path, db: AsyncDatabase[Document], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    finds = _Finds()
+    monkeypatch.setattr(
+        database,
+        "connect",
+        lambda uri: AsyncMongoClient(uri, tz_aware=True, event_listeners=[finds]),
+    )
+    path = tmp_path / "keys.json"
+    keys = key_file(path, [{**entry, "person": entry["name"]} for entry in BEFORE])
+    await db[KEYS].insert_many(_unrelated_keys(2000))
+    persons = {f"{ISSUER} 1042": "bob", "1043": "carol"}
+    update = {"jwt_persons": persons}
+    async with running_app(_with_keys(settings, path).model_copy(update=update)) as client:
+        starter = make_gql(client, {API_KEY_HEADER: keys["starter"]})
+        run_id = (await start_run(starter, "file-cleaner"))["runId"]
+        finds.filters.clear()
+        bob = make_gql(client, {API_KEY_HEADER: keys["bob"]})
+        assert (await act(bob, APPROVE, **_k1(run_id)))["__typename"] == "RunDecided"
+    [lookup] = [found for found in finds.filters if isinstance(found["_id"], dict)]
+    # bob's key, his person's name as a token, his issuer's subject; not `jwt:1042`.
+    holders = ["key:bob", "jwt:bob", f"jwt:{ISSUER} 1042"]
+    ids = lookup["_id"]["$in"]
+    assert all(isinstance(held, str) for held in ids), ids  # exact ids, no pattern
+    assert sorted(ids) == sorted(f"{holder}\x00k1" for holder in holders)
+    assert lookup == {"_id": {"$in": ids}}  # and nothing else asked
+    explained = {"explain": {"find": KEYS, "filter": lookup}, "verbosity": "executionStats"}
+    assert (await db.command(explained))["executionStats"]["totalDocsExamined"] <= len(holders)

@@ -13,7 +13,14 @@ import httpx
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from suspended_runs.resolvers.people import People, fold, key_people, refusal, token_people
+from suspended_runs.resolvers.people import (
+    People,
+    fold,
+    key_people,
+    refusal,
+    spellings,
+    token_people,
+)
 from suspended_runs.runtime import ConfigurationError
 from suspended_runs.server import Settings, create_app
 from suspended_runs.storage import Document
@@ -129,7 +136,12 @@ def test_key_entries_that_fold_alike_stop_the_start_naming_both(
 
 
 def test_jwt_persons_that_cannot_name_a_person_stop_the_start() -> None:
-    for mapping, problem in (({"idp|1": " a"}, "whitespace"), ({"x": "a", "X": "b"}, "fold")):
+    for mapping, problem in (
+        ({"idp|1": " a"}, "whitespace"),
+        ({"x": "a", "X": "b"}, "fold"),
+        ({"https://idp.example/  1": "a"}, "not `<issuer> <subject>`"),  # two spaces
+        ({"https://idp\t.example/ 1": "a"}, "an issuer without whitespace"),
+    ):
         with pytest.raises(ValueError, match=f"jwt_persons(.|\n)*{problem}"):
             Settings(jwt_persons=mapping)
 
@@ -151,6 +163,32 @@ async def test_a_reviewer_person_is_every_credential_and_a_key_only_that_key(
         assert (await act(holding(client, "a"), APPROVE, runId=first))["__typename"] == "RunDecided"
         decided = await act(who["bob-laptop"], APPROVE, runId=second)
         assert decided["__typename"] == "RunDecided"
+
+
+ISSUER_A, ISSUER_B = "https://sso.a.example/", "https://sso.b.example/"
+
+
+async def test_an_issuer_entry_maps_that_issuers_subject_alone_and_first(
+    settings: Settings, tmp_path: Path
+) -> None:
+    persons = {f"{ISSUER_A} 1042": "A", "1042": "bob"}
+    me = "{ viewer { subject person } }"
+    async with quorum_run(settings, tmp_path, jwt_persons=persons) as (client, who, run_id):
+        from_a, from_b = (holding(client, "1042", iss=iss) for iss in (ISSUER_A, ISSUER_B))
+        for gql, subject, person in (
+            (from_a, f"jwt:{ISSUER_A} 1042", "person:a"),
+            (from_b, "jwt:1042", "person:bob"),
+            (holding(client, "1042"), "jwt:1042", "person:bob"),  # no `iss`: no issuer
+        ):
+            viewer = (await gql(me))["data"]["viewer"]
+            assert viewer == {"subject": subject, "person": person}
+        spoof = bearer(token(sub=f"{ISSUER_A} 1042", iss=ISSUER_B))  # B's subject, spelt as A's
+        assert (await client.post("/graphql", json={"query": me}, headers=spoof)).status_code == 401
+        assert (await act(from_a, APPROVE, runId=run_id))["approvalsNeeded"] == 1
+        assert (await act(who["a-laptop"], APPROVE, runId=run_id))["approvalsNeeded"] == 1
+        call = await approvals_of(from_b, run_id)  # stored with its issuer, read as a's
+        assert call["approvals"] == [{"by": f"jwt:{ISSUER_A} 1042", "person": "person:a"}]
+        assert (await act(from_b, APPROVE, runId=run_id))["__typename"] == "RunDecided"
 
 
 EU = {"resourceIds": ["eu"]}
@@ -229,3 +267,42 @@ def test_names_fold_by_unicode_case_and_format_characters() -> None:
     assert mapping.person_of("key:K1") == mapping.person_of("person:ALICE") == "person:alice"
     assert mapping.person_of("key:k2") == "key:k2" and mapping.person_of("jwt:IDP|1") == "person:a"
     assert mapping.person_of("anonymous:x") == "anonymous:x"
+
+
+def test_an_issuer_entry_is_that_issuers_subject_alone() -> None:
+    people = People(tokens=token_people({f"{ISSUER_A} Idp|1": "a", "idp|1": "b", "x y": "c"}))
+    assert people.token_credential(ISSUER_A, "IDP|1") == f"{ISSUER_A} IDP|1"
+    assert people.person_of(f"jwt:{ISSUER_A} IDP|1") == "person:a"
+    for issuer in (ISSUER_B, None, 42, "https://sso.a.example/ x"):  # another, none, no text
+        assert people.token_credential(issuer, "idp|1") == "idp|1", issuer
+    assert people.token_credential(ISSUER_B, f"{ISSUER_A} idp|1") is None  # A's, from B
+    assert people.token_credential(ISSUER_B, "x y") is None  # `x y` is issuer x's subject y
+    assert people.token_credential("x", "y") == "x y"
+    assert people.token_credential(ISSUER_B, "x  y") == "x  y"  # no entry: its own person
+
+
+def test_a_persons_credentials_are_the_callers_and_those_configuration_spells() -> None:
+    keys = [("Bob-Laptop", "Bob"), ("bob-ci", "bob"), ("Robot", None), ("carol", "carol")]
+    persons = {f"{ISSUER_A} 1042": "BOB", "1042": "carol", "b0b": "bob"}
+    people = People(key_people(keys), token_people(persons), spellings(keys, persons))
+    assert people.credentials_of("jwt:BOB", "person:bob") == [
+        "jwt:BOB",  # the caller's own spelling, first
+        "jwt:Bob",  # a token of bob's name, as each entry spells it
+        "jwt:b0b",
+        "jwt:bob",
+        f"jwt:{ISSUER_A} 1042",  # not `jwt:1042`: carol's
+        "key:Bob-Laptop",
+        "key:bob-ci",
+    ]
+    # A key that names no one: its own name as written (its person's keys are looked up
+    # as its own), and no other credential.
+    assert people.credentials_of("key:Robot", "key:robot") == ["key:Robot"]
+    assert People().credentials_of("key:robot", "key:robot") == []
+    persons["bob"] = "carol"  # bob's name is carol's subject: no token of it is bob's
+    people = People(key_people(keys), token_people(persons), spellings(keys, persons))
+    assert people.credentials_of("key:bob-ci", "person:bob") == [
+        "key:bob-ci",
+        "jwt:b0b",
+        f"jwt:{ISSUER_A} 1042",
+        "key:Bob-Laptop",
+    ]

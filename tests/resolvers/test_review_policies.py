@@ -39,9 +39,15 @@ def test_the_documented_policies_and_people_load_as_they_say(tmp_path: Path) -> 
     (tmp_path / "keys.json").write_text(json.dumps(keys))
     settings = Settings(jwt_secret=SECRET_SETTING, jwt_persons=persons)
     people = Authenticator(load_api_keys(tmp_path / "keys.json"), settings.jwt_config).people
+    partner = "https://sso.partner.example/"
+    assert people.token_credential(partner, "1042") == f"{partner} 1042"
+    assert people.token_credential("https://elsewhere.example/", "1042") == "1042"
+    assert people.token_credential("https://elsewhere.example/", f"{partner} 1042") is None
     credentials = ["key:alice-laptop", "key:alice-ci", "jwt:auth0|6512c0ffee", "jwt:alice"]
+    credentials.append(f"jwt:{partner} 1042")
     assert {people.person_of(subject) for subject in credentials} == {"person:alice"}
     assert people.person_of("key:ci-bot") == "key:ci-bot"
+    assert people.person_of("jwt:1042") == "person:bob"
     policy = policies.match("file-cleaner", "delete_file")
     assert policy is not None and policy.label == "review policy 'file deletions'"
     now = datetime.now(UTC)
