@@ -6,7 +6,9 @@ exact ids however many keys are kept."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -187,13 +189,23 @@ def _k2(run_id: str) -> dict[str, str]:
     return {"runId": run_id, "idempotencyKey": "k2"}
 
 
-async def test_a_key_kept_under_a_credential_answers_its_persons_other_credentials(
+@contextlib.asynccontextmanager
+async def _named_as_people(
     settings: Settings, tmp_path: Path, db: AsyncDatabase[Document]
-) -> None:
+) -> AsyncIterator[tuple[httpx.AsyncClient, dict[str, str], str, str]]:
+    """Keys kept by bob's key and token, then the key file naming each key's person: a
+    server on it, bob's credentials' keys, and the runs each decided."""
     path = tmp_path / "keys.json"
     keys, by_key, by_token = await _kept_by_bobs_credentials(settings, path, db)
     key_file(path, [{**entry, "person": entry["name"]} for entry in BEFORE], keys)
     async with running_app(_with_keys(settings, path)) as client:
+        yield client, keys, by_key, by_token
+
+
+async def test_a_key_kept_under_a_credential_answers_its_persons_other_credentials(
+    settings: Settings, tmp_path: Path, db: AsyncDatabase[Document]
+) -> None:
+    async with _named_as_people(settings, tmp_path, db) as (client, keys, by_key, by_token):
         bob_key = make_gql(client, {API_KEY_HEADER: keys["bob"]})
         bob_token = _token_of(client, "bob")
         for gql, once in ((bob_token, _k1(by_key)), (bob_key, _k2(by_token))):
@@ -207,10 +219,7 @@ async def test_a_key_kept_under_a_credential_answers_its_persons_other_credentia
 async def test_a_key_kept_under_a_credential_answers_no_other_person(
     settings: Settings, tmp_path: Path, db: AsyncDatabase[Document]
 ) -> None:
-    path = tmp_path / "keys.json"
-    keys, by_key, by_token = await _kept_by_bobs_credentials(settings, path, db)
-    key_file(path, [{**entry, "person": entry["name"]} for entry in BEFORE], keys)
-    async with running_app(_with_keys(settings, path)) as client:
+    async with _named_as_people(settings, tmp_path, db) as (client, keys, by_key, by_token):
         carol_key = make_gql(client, {API_KEY_HEADER: keys["carol"]})
         for gql, once in (
             (carol_key, _k1(by_key)),
